@@ -1,0 +1,119 @@
+"""The ``escha-jit`` command line: info, demo (and the JIT commands of later modules)."""
+from __future__ import annotations
+
+import argparse
+import logging
+import platform
+import sys
+import tempfile
+import time
+from typing import Callable, Optional, Sequence
+
+from . import __version__, env
+
+log = logging.getLogger("escha_jit")
+
+
+def _gpus() -> list[str]:
+    import torch
+    out = []
+    if torch.cuda.is_available():
+        for i in range(torch.cuda.device_count()):
+            p = torch.cuda.get_device_properties(i)
+            arch = getattr(p, "gcnArchName", None) or f"sm_{p.major}{p.minor}"
+            out.append(f"cuda:{i} {p.name} ({arch}, {p.multi_processor_count} SMs/CUs, {p.total_memory >> 30} GiB)")
+    return out
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    import torch
+    from .toolchain import describe_toolchains
+    print(f"escha_jit   {__version__}")
+    print(f"python      {platform.python_version()} ({sys.executable})")
+    print(f"torch       {torch.__version__} (cuda {torch.version.cuda}, hip {torch.version.hip})")
+    gpus = _gpus()
+    print(f"gpus        {', '.join(gpus) if gpus else 'none seen'}")
+    for name, desc in describe_toolchains():
+        print(f"{name:<11} {desc}")
+    print(f"cache dir   {env.cache_dir()}")
+    print(f"no-compile  {'on' if env.no_compile() else 'off'} (ESCHA_JIT_NO_COMPILE)")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    import torch
+    from .format import open_checkpoint
+    from .nn import EschaLinear
+    from .reference import dense_weight
+    from .synth import make_checkpoint
+
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    with tempfile.TemporaryDirectory(prefix="escha-demo-") as d:
+        t0 = time.perf_counter()
+        make_checkpoint(d, args.kind, num_layers=2, hidden=args.hidden, intermediate=2 * args.hidden, seed=args.seed)
+        ckpt = open_checkpoint(d)
+        print(f"wrote and validated an {args.kind} checkpoint with {len(ckpt.coded)} coded projections "
+              f"in {time.perf_counter() - t0:.2f} s ({d})")
+        print(f"{'projection':<34} {'K':>4} {'codebook':>8} {'IC x OC':>11} {'backend':>9} "
+              f"{'ms':>8} {'rel err vs fp64':>16}")
+        g = torch.Generator().manual_seed(args.seed)
+        worst = 0.0
+        for prefix in ckpt.coded:
+            lin = EschaLinear.from_checkpoint(ckpt, prefix).to(device)
+            x = torch.randn(args.batch, lin.in_features, generator=g).to(torch.float16).to(device)
+            y = lin(x)                                            # first call: decode / compile
+            if device.startswith("cuda"):
+                torch.cuda.synchronize()
+            t = time.perf_counter()
+            y = lin(x)
+            if device.startswith("cuda"):
+                torch.cuda.synchronize()
+            ms = (time.perf_counter() - t) * 1e3
+            w64 = dense_weight(ckpt.layer(prefix))
+            ref = x.double().cpu() @ w64
+            b = ckpt.layer(prefix).bias
+            if b is not None:
+                ref = ref + b.double()
+            err = float((y.double().cpu() - ref).norm() / ref.norm())
+            worst = max(worst, err)
+            print(f"{prefix:<34} {lin.K:>4g} {lin.codebook:>8} {lin.in_features:>5}x{lin.out_features:<5} "
+                  f"{lin.resolved_backend(x):>9} {ms:>8.2f} {err:>16.2e}")
+    ok = worst < 2e-3
+    print(f"worst relative error {worst:.2e} ({'ok' if ok else 'TOO LARGE'}: fp16 output rounding gives ~3e-4)")
+    return 0 if ok else 1
+
+
+def _add_demo(sub) -> None:
+    p = sub.add_parser("demo", help="write a small checkpoint, load it and run every projection")
+    p.add_argument("--kind", choices=("escha", "exl3"), default="escha")
+    p.add_argument("--hidden", type=int, default=256, help="hidden size (multiple of 128)")
+    p.add_argument("--batch", type=int, default=4, help="rows of x")
+    p.add_argument("--device", default=None, help="cpu or cuda (default: cuda if available)")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(fn=cmd_demo)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="escha-jit", description=__doc__)
+    ap.add_argument("--version", action="version", version=f"escha_jit {__version__}")
+    ap.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = ap.add_subparsers(dest="command", required=True)
+    sub.add_parser("info", help="versions, GPUs, toolchains, cache dir").set_defaults(fn=cmd_info)
+    _add_demo(sub)
+    for extra in _EXTRA_COMMANDS:
+        extra(sub)
+    return ap
+
+
+_EXTRA_COMMANDS: list[Callable] = []
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else env.log_level(),
+                        format="%(levelname)s %(name)s: %(message)s")
+    return int(args.fn(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""``EschaLinear``: an nn.Module holding one coded projection.
+
+Layouts: ``code`` int16 [IC/16, OC/16, W]; ``rin`` fp16 [IC]; ``rout`` fp16 [OC]; ``s_in`` fp32
+[IC]; ``s_out`` fp32 [OC]; ``bias`` [OC] (EXL3 layers only; escha never applies its stored bias).
+Input ``x``: [..., in_features] fp16 / bf16 / fp32; output [..., out_features], x's dtype.
+"""
+from __future__ import annotations
+
+import logging
+from typing import Optional
+
+import torch
+from torch import nn
+
+from . import reference
+from .reference import LinearWeights
+from .trellis import check_rate_codebook
+
+log = logging.getLogger(__name__)
+
+
+class EschaLinear(nn.Module):
+    def __init__(self, weights: LinearWeights, backend: str = "auto"):
+        super().__init__()
+        check_rate_codebook(weights.K, weights.codebook)
+        self.K = float(weights.K)
+        self.codebook = weights.codebook
+        self.in_features = weights.logical_in
+        self.out_features = weights.logical_out
+        self.backend = backend
+        self.register_buffer("code", weights.code)
+        self.register_buffer("rin", weights.rin)
+        self.register_buffer("rout", weights.rout)
+        self.register_buffer("s_in", weights.s_in)
+        self.register_buffer("s_out", weights.s_out)
+        self.register_buffer("bias", weights.bias)
+        # the decoded rotated-basis weight, kept for the reference backend once computed
+        self.register_buffer("_what", None, persistent=False)
+
+    @classmethod
+    def from_checkpoint(cls, ckpt, prefix: str, backend: str = "auto") -> "EschaLinear":
+        """Build from an opened :class:`escha_jit.format.Checkpoint` and a coded layer prefix."""
+        return cls(ckpt.layer(prefix), backend)
+
+    @property
+    def weights(self) -> LinearWeights:
+        return LinearWeights(self.code, self.K, self.codebook, self.rin, self.rout, self.s_in, self.s_out,
+                             self.bias, self.in_features if self.in_features != self.code.shape[0] * 16 else None,
+                             self.out_features if self.out_features != self.code.shape[1] * 16 else None)
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.in_features}, out_features={self.out_features}, K={self.K:g}, "
+                f"codebook={self.codebook}, bias={self.bias is not None}, backend={self.backend}")
+
+    def resolved_backend(self, x: torch.Tensor) -> str:
+        """The backend a call with ``x`` uses: 'reference' on CPU (GPU backends: later issues)."""
+        if self.backend not in ("auto", "reference"):
+            raise ValueError(f"EschaLinear.backend={self.backend!r}; expected 'auto' or 'reference'")
+        return "reference"
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.shape[-1] != self.in_features:
+            raise ValueError(f"EschaLinear: x has {x.shape[-1]} features (shape {tuple(x.shape)}), "
+                             f"expected {self.in_features}")
+        if x.device != self.code.device:
+            raise ValueError(f"EschaLinear: x is on {x.device} but the layer's tensors are on {self.code.device}")
+        if self._what is None:
+            self._what = reference.reconstruct(self.code, self.K, self.codebook)
+        return reference.forward(x, self.weights, weight=self._what)
