@@ -17,6 +17,7 @@ from .reference import LinearWeights
 from .trellis import check_rate_codebook
 
 log = logging.getLogger(__name__)
+BACKENDS = ("auto", "jit", "reference")
 
 
 class EschaLinear(nn.Module):
@@ -53,10 +54,15 @@ class EschaLinear(nn.Module):
                 f"codebook={self.codebook}, bias={self.bias is not None}, backend={self.backend}")
 
     def resolved_backend(self, x: torch.Tensor) -> str:
-        """The backend a call with ``x`` uses: 'reference' on CPU (GPU backends: later issues)."""
-        if self.backend not in ("auto", "reference"):
-            raise ValueError(f"EschaLinear.backend={self.backend!r}; expected 'auto' or 'reference'")
-        return "reference"
+        """The backend a call with ``x`` uses: 'jit' (generated kernels) on a GPU, 'reference'
+        (torch math) on the CPU or when asked for."""
+        if self.backend not in BACKENDS:
+            raise ValueError(f"EschaLinear.backend={self.backend!r}; expected one of {BACKENDS}")
+        if self.backend == "auto":
+            return "jit" if x.device.type == "cuda" else "reference"
+        if self.backend == "jit" and x.device.type != "cuda":
+            raise ValueError("EschaLinear.backend='jit' needs a CUDA/ROCm device; x is on the CPU")
+        return self.backend
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.shape[-1] != self.in_features:
@@ -64,6 +70,14 @@ class EschaLinear(nn.Module):
                              f"expected {self.in_features}")
         if x.device != self.code.device:
             raise ValueError(f"EschaLinear: x is on {x.device} but the layer's tensors are on {self.code.device}")
+        if x.dtype not in (torch.float16, torch.bfloat16, torch.float32):
+            raise TypeError(f"EschaLinear: x must be fp16, bf16 or fp32, got {x.dtype}")
+        if self.resolved_backend(x) == "jit":
+            from .ops.linear import linear_unfused
+            lead = x.shape[:-1]
+            x2 = x.reshape(-1, x.shape[-1])
+            y = linear_unfused(x2 if x2.stride(-1) == 1 else x2.contiguous(), self.weights)
+            return y.reshape(*lead, self.out_features)
         if self._what is None:
             self._what = reference.reconstruct(self.code, self.K, self.codebook)
         return reference.forward(x, self.weights, weight=self._what)

@@ -1,0 +1,79 @@
+"""Load code objects on a GPU and launch their kernels on torch's current stream.
+
+One runtime per vendor with the same small surface (tinygrad-style): ``load(binary) -> module``,
+``module.function(name) -> Kernel``, ``Kernel.launch(grid, block, args, smem)``. Modules are
+loaded once per (device, cache key) and kept for the life of the process.
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+from typing import Any, Sequence
+
+import torch
+
+ARG_TYPES = {"ptr": ctypes.c_void_p, "i32": ctypes.c_int32, "u32": ctypes.c_uint32, "i64": ctypes.c_int64,
+             "f32": ctypes.c_float}
+
+
+def arg_value(kind: str, v: Any) -> Any:
+    """A launch argument as the runtime wants it: tensors and None become device pointers."""
+    if kind == "ptr":
+        if v is None:
+            return 0
+        if isinstance(v, torch.Tensor):
+            return v.data_ptr()
+        return int(v)
+    return v
+
+
+_runtimes: dict[str, Any] = {}
+_lock = threading.Lock()
+
+
+def runtime_for(device: torch.device):
+    """The CUDA or HIP runtime for a torch device (by how torch was built)."""
+    if device.type != "cuda":
+        raise ValueError(f"GPU kernels need a CUDA/ROCm device, got {device}")
+    name = "hip" if torch.version.hip else "cuda"
+    with _lock:
+        if name not in _runtimes:
+            if name == "hip":
+                from .hip import HipRuntime
+                _runtimes[name] = HipRuntime()
+            else:
+                from .cuda import CudaRuntime
+                _runtimes[name] = CudaRuntime()
+        return _runtimes[name]
+
+
+def device_arch(device: torch.device) -> str:
+    """'sm_90' / 'gfx1201' for a torch device."""
+    p = torch.cuda.get_device_properties(device)
+    if torch.version.hip:
+        return p.gcnArchName.split(":")[0]
+    return f"sm_{p.major}{p.minor}"
+
+
+class Kernel:
+    """A loaded kernel function with its argument kinds (a list of ARG_TYPES keys)."""
+
+    def __init__(self, runtime, handle, name: str, arg_kinds: Sequence[str]):
+        self.runtime, self.handle, self.name = runtime, handle, name
+        self.arg_kinds = tuple(arg_kinds)
+        self._ctypes = tuple(ARG_TYPES[k] for k in self.arg_kinds)
+        self._max_smem = 0
+
+    def launch(self, grid: Sequence[int], block: Sequence[int], args: Sequence[Any], smem: int = 0,
+               stream: int | None = None) -> None:
+        if len(args) != len(self.arg_kinds):
+            raise TypeError(f"{self.name} takes {len(self.arg_kinds)} arguments, got {len(args)}")
+        if smem > 48 * 1024 and smem > self._max_smem:
+            self.runtime.set_max_dynamic_smem(self.handle, smem)   # once per size increase
+            self._max_smem = smem
+        if stream is None:
+            stream = torch.cuda.current_stream().cuda_stream
+        vals = tuple(arg_value(k, a) for k, a in zip(self.arg_kinds, args))
+        g = tuple(grid) + (1,) * (3 - len(grid))
+        b = tuple(block) + (1,) * (3 - len(block))
+        self.runtime.launch(self.handle, g, b, smem, stream, vals, self._ctypes, self.name)

@@ -1,0 +1,37 @@
+// The one header every kernel includes first: picks the vendor's platform header.
+// Both expose the same small API (types u32/u16/half_t/bf16_t, ESCHA_DEVICE, lane shuffles,
+// funnel shifts, byte permutes, dot products); device code above this line is vendor-free.
+#pragma once
+#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
+#define ESCHA_NVIDIA 1
+#include "escha/platform_cuda.h"
+#else
+#define ESCHA_AMD 1
+#include "escha/platform_hip.h"
+#endif
+
+namespace escha {
+
+// Reinterpret bits (both compilers turn this into a plain register move).
+template <typename To, typename From>
+ESCHA_DEVICE To bit_cast(const From& v) {
+    static_assert(sizeof(To) == sizeof(From), "bit_cast needs equal sizes");
+    return *reinterpret_cast<const To*>(&v);
+}
+
+// The activation/output element types by template name.
+template <int> struct dtype_of;
+template <> struct dtype_of<0> { using type = half_t; };   // f16
+template <> struct dtype_of<1> { using type = bf16_t; };   // bf16
+template <> struct dtype_of<2> { using type = float; };    // f32
+
+ESCHA_DEVICE float to_float(half_t v) { return half_to_float(v); }
+ESCHA_DEVICE float to_float(bf16_t v) { return bf16_to_float(v); }
+ESCHA_DEVICE float to_float(float v) { return v; }
+
+template <typename T> ESCHA_DEVICE T from_float(float v);
+template <> ESCHA_DEVICE half_t from_float<half_t>(float v) { return float_to_half(v); }
+template <> ESCHA_DEVICE bf16_t from_float<bf16_t>(float v) { return float_to_bf16(v); }
+template <> ESCHA_DEVICE float from_float<float>(float v) { return v; }
+
+}  // namespace escha
