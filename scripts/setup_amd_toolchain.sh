@@ -14,8 +14,12 @@
 #   * sid's Release file there is past its Valid-Until date (the mirror is a frozen snapshot), so
 #     our private sid apt config sets Acquire::Check-Valid-Until=false. Signatures are still checked
 #     against the host's debian-archive-keyring.
-#   * hiprtc_runtime.h from rocm-llvm-python 7.0.2 matches the comgr that sid pairs with hipRTC
-#     6.4 (libamd-comgr3 7.0.2), so route 1 and route 2 preprocess with the same builtin header.
+#   * hiprtc_runtime.h: AMD generates it per release from clang's HIP wrapper headers; the wheel
+#     carries it as rocm/amd_comgr/hiprtc_runtime.h (6.4.x and 7.x wheels alike). We pin AMD's
+#     ROCm 7.0.2 copy (the comgr version sid pairs with hipRTC). sid's hipRTC 6.4.3 embeds its
+#     own copy, generated at Debian build time, in libhiprtc-builtins.so: it differs in a few math
+#     wrappers (exp10f/logf call __builtin_* there, __ocml_* in AMD's), so routes 1 and 2 need not
+#     produce byte-identical code objects.
 set -euo pipefail
 
 REPO=$(cd "$(dirname "$0")/.." && pwd)

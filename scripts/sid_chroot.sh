@@ -45,6 +45,7 @@ cleanup() {
   for (( i=${#MOUNTED[@]}-1; i>=0; i-- )); do umount -l "${MOUNTED[$i]}" 2>/dev/null || true; done
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM HUP   # so that the EXIT trap (umount) also runs when we are killed
 mount_proc() {
   mountpoint -q "$CHROOT/proc" || { mount -t proc proc "$CHROOT/proc" && MOUNTED+=("$CHROOT/proc"); }
 }
@@ -112,7 +113,11 @@ $(tail -n 15 "$CHROOT/root/apt-install.log")"
   in_chroot "$VENV/bin/python" -m pip install -q --no-index --find-links /tmp/wheels $WHEELS ||
     die "pip install in the chroot failed"
   rm -rf "$CHROOT/tmp/wheels"
-  in_chroot "$VENV/bin/python" -c 'from hip import hiprtc; e, a, b = hiprtc.hiprtcVersion(); assert int(e) == 0, e; print("hipRTC", a, b)' ||
+  # hiprtcVersion says a fixed 9.0 on ROCm 6.4; the HIP runtime version is the real one.
+  in_chroot "$VENV/bin/python" -c 'from hip import hip, hiprtc
+e, a, b = hiprtc.hiprtcVersion(); assert int(e) == 0, e
+e, v = hip.hipRuntimeGetVersion(); assert int(e) == 0, e
+print("sid_chroot: hip-python loads hipRTC (hiprtcVersion %d.%d), HIP runtime %d" % (a, b, v))' ||
     die "hip-python cannot load libhiprtc in the chroot"
   echo "$STAMP_TEXT" > "$STAMP"
   versions

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from escha_jit.errors import CompileError
-from escha_jit.toolchain import amd_elf, clang_amd
+from escha_jit.toolchain import amd_elf
 from escha_jit.toolchain.base import Resources
 from escha_jit.toolchain.clang_amd import ClangAMDToolchain
 from escha_jit.toolchain.hiprtc import HipRTCToolchain
@@ -107,8 +107,10 @@ def test_fingerprint_stable_and_names_clang():
     fp = tc.fingerprint()
     assert fp == tc.fingerprint() == ClangAMDToolchain().fingerprint()
     assert tc.version() in fp and "clang version 22" in fp
-    clang_amd._FINGERPRINTS.clear()   # recomputed from scratch: the compiler output is deterministic
-    assert ClangAMDToolchain().fingerprint() == fp
+    # Another process (fresh per-process cache, other temp dirs) must agree: cache keys depend on it.
+    code = "from escha_jit.toolchain.clang_amd import ClangAMDToolchain as T; print(T().fingerprint())"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True).stdout.strip() == fp
 
 
 def test_rejects_non_amd_arch():

@@ -2,8 +2,9 @@
 
 hipRTC compiles a HIP source for one device with its builtin header ``hiprtc_runtime.h``
 force-included, ``__HIPCC_RTC__`` defined, no HIP runtime headers, ROCm's device-library bitcode
-linked in and every non-kernel symbol internalized. Doing exactly that with a stock clang gives
-the same code object without ROCm or a GPU, so CI can compile every kernel for gfx12.
+linked in and every non-kernel symbol internalized. Doing the same with a stock clang gives the
+code object hipRTC would build (same flags; header and LLVM versions may differ slightly) without
+ROCm or a GPU, so CI can compile every kernel for gfx12.
 ``scripts/setup_amd_toolchain.sh`` installs clang-22 and puts the header and bitcode under
 ``$ESCHA_JIT_AMD_SYSROOT`` (``include/hiprtc_runtime.h``, ``bitcode/*.bc``).
 
@@ -117,11 +118,13 @@ class ClangAMDToolchain(Toolchain):
         return [
             self._require(), "-x", "hip", f"--offload-arch={arch}", "--cuda-device-only",
             "--no-gpu-bundle-output",
-            "-nogpuinc",                       # hipRTC has no HIP headers: the builtin header stands in
+            # hipRTC uses no ROCm headers (its builtin header stands in); without this clang-22
+            # stops with "cannot find HIP runtime".
+            "-nogpuinc",
             "-O3", "-std=c++17", "-D__HIPCC_RTC__", "-include", self.header,
             f"--rocm-device-lib-path={self.bitcode_dir}",
             "-mllvm", "-amdgpu-internalize-symbols",   # as hipRTC: only kernels stay visible
-            *[f"-I{d}" for d in include_dirs], *options, "-c", src, "-o", out,
+            *[f"-I{os.path.abspath(d)}" for d in include_dirs], *options, "-c", src, "-o", out,
         ]
 
     def _build(self, source: str, arch: str, options: Sequence[str], name: str,
@@ -134,9 +137,11 @@ class ClangAMDToolchain(Toolchain):
         out = os.path.splitext(src)[0] + ".hsaco"
         with open(src, "w") as f:
             f.write(source)
-        cmd = self.command(src, out, arch, options, include_dirs)
+        # Relative paths from inside the temp dir: clang hashes the input path and the options into
+        # the __hip_cuid_* symbol, so absolute temp paths would make every build differ.
+        cmd = self.command(os.path.basename(src), os.path.basename(out), arch, options, include_dirs)
         t0 = time.perf_counter()
-        r = subprocess.run(cmd, capture_output=True, text=True)
+        r = subprocess.run(cmd, capture_output=True, text=True, cwd=workdir)
         seconds = time.perf_counter() - t0
         if r.returncode != 0 or not os.path.isfile(out):
             if os.path.exists(out):

@@ -8,11 +8,17 @@ namespace escha {
 enum Codebook { CB_3INST = 0, CB_MCG = 1, CB_MUL1 = 2 };
 
 // 3INST / mcg: x = s*a (+ b); y = (x & 0x8FFF8FFF) ^ 0x3B603B60; value = half(y.lo) + half(y.hi).
+// `mask` is 0x8FFF8FFF passed in a register: LOP3 takes one immediate, and a constant the
+// compiler can see gets re-materialised with a MOV before every use.
 template <int CB>
-ESCHA_DEVICE u32 lcg_bits(u32 s) {
+ESCHA_DEVICE u32 lcg_bits(u32 s, u32 mask = 0x8FFF8FFFu) {
     u32 x = CB == CB_3INST ? s * 89226354u + 64248484u : s * 0xCBAC1FEDu;
-    return (x & 0x8FFF8FFFu) ^ 0x3B603B60u;     // one LOP3
+    return (x & mask) ^ 0x3B603B60u;     // one LOP3
 }
+
+// 0x8FFF8FFF as a value the compiler cannot see through: refreshed by a shuffle once per
+// pipeline step, so keeping it in one register is cheaper than re-materialising it per use.
+ESCHA_DEVICE u32 lcg_mask_refresh(u32 m) { return shfl_xor(m, 0); }
 
 // mul1: x = s*0x83DCD12D; 0x6400 + (sum of x's bytes) is the fp16 pattern of 1024 + B.
 ESCHA_DEVICE u32 mul1_bits(u32 s) {
@@ -21,13 +27,13 @@ ESCHA_DEVICE u32 mul1_bits(u32 s) {
 
 // Two states -> two decoded values (a.lo = value of s0, a.hi = value of s1).
 template <int CB>
-ESCHA_DEVICE half2_t decode2(u32 s0, u32 s1) {
+ESCHA_DEVICE half2_t decode2(u32 s0, u32 s1, u32 mask = 0x8FFF8FFFu) {
     if constexpr (CB == CB_MUL1) {
         const half2_t scale = bit_cast<half2_t>(0x1EEE1EEEu);
         const half2_t add = bit_cast<half2_t>(0xC931C931u);
         return __hfma2(bit_cast<half2_t>(pack_lo16(mul1_bits(s0), mul1_bits(s1))), scale, add);
     } else {
-        u32 y0 = lcg_bits<CB>(s0), y1 = lcg_bits<CB>(s1);
+        u32 y0 = lcg_bits<CB>(s0, mask), y1 = lcg_bits<CB>(s1, mask);
         return __hadd2(bit_cast<half2_t>(pack_lo16(y0, y1)), bit_cast<half2_t>(pack_hi16(y0, y1)));
     }
 }

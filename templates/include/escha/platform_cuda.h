@@ -41,4 +41,43 @@ ESCHA_DEVICE u32 pack_hi16(u32 a, u32 b) { return __byte_perm(a, b, 0x7632); }
 // c + sum of the four unsigned bytes of a * bytes of b: one IDP4A.
 ESCHA_DEVICE u32 dot4_u8(u32 a, u32 b, u32 c) { return __dp4a(a, b, c); }
 
+
+}  // namespace escha
+
+// ---- matrix unit and async copies (NVIDIA sm_80+): mma.m16n8k16, ldmatrix, cp.async
+namespace escha {
+
+constexpr bool HAS_ASYNC_COPY = true;
+
+// 16-byte global -> shared copy that completes asynchronously (cp.async.cg: bypasses L1).
+ESCHA_DEVICE void async_copy16(void* smem, const void* gmem) {
+    u32 s = (u32)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(s), "l"(gmem));
+}
+ESCHA_DEVICE void async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+ESCHA_DEVICE void async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N)); }
+
+// A operand (16x16 fp16, row-major in shared memory) for mma.m16n8k16: lane l passes the
+// address of row (l % 16), column 8 * (l / 16) of the tile.
+ESCHA_DEVICE void load_a_frag(u32 (&a)[4], const half_t* row_ptr) {
+    u32 s = (u32)__cvta_generic_to_shared(row_ptr);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3]) : "r"(s));
+}
+
+// c += A(16x16, fp16) * B(16x8, fp16), fp32 accumulate. b = {k rows 2t..2t+1, k rows 2t+8..2t+9}
+// of column (lane / 4): exactly the two half2 a lane decodes for one n8 half of a trellis tile.
+ESCHA_DEVICE void mma_16816(float (&c)[4], const u32 (&a)[4], u32 b0, u32 b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+}  // namespace escha
+
+namespace escha {
+// A load that sees other blocks' writes made visible by __threadfence + atomics (L2, not L1).
+ESCHA_DEVICE float4 load_coherent(const float4* p) { return __ldcg(p); }
 }  // namespace escha

@@ -42,4 +42,16 @@ ESCHA_DEVICE u32 pack_hi16(u32 a, u32 b) { return __builtin_amdgcn_perm(b, a, 0x
 // v_dot4_u32_u8: c + sum of byte products.
 ESCHA_DEVICE u32 dot4_u8(u32 a, u32 b, u32 c) { return __builtin_amdgcn_udot4(a, b, c, false); }
 
+
+}  // namespace escha
+
+namespace escha {
+// A load that sees other blocks' writes made visible by __threadfence + atomics (device scope).
+ESCHA_DEVICE float4 load_coherent(const float4* p) {
+    const float* f = reinterpret_cast<const float*>(p);
+    return make_float4(__hip_atomic_load(f + 0, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT),
+                       __hip_atomic_load(f + 1, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT),
+                       __hip_atomic_load(f + 2, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT),
+                       __hip_atomic_load(f + 3, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT));
+}
 }  // namespace escha

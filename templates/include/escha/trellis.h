@@ -20,43 +20,74 @@ struct Rate {
     static constexpr ESCHA_DEVICE int end(int p) { return HALF ? ((p + 1) * (2 * KA + 1)) / 2 : (p + 1) * KA; }
 };
 
-// Per-lane constants: the first of four consecutive (cyclic) words holding the lane's states,
-// and for each of its 8 positions the word (0..2) and bit offset of its window within them.
+// Per-lane decoding of the 8 positions 8L..8L+7 of a tile.
+//
+// Relative to E(8L) - 16 (the first window's start) the 8 windows start at compile-time offsets
+// C(j) = E(j) - E(0), the same for every lane (8L is even, so half rates repeat too). Per tile a
+// lane loads the NW words covering its bits, aligns them once with NA funnel shifts by its own
+// offset b (computed once per kernel), and then cuts every state out at a compile-time offset:
+// no run-time selects in the hot loop.
 template <int K2>
-struct LaneWindows {
-    int word0;         // first word index in the tile (0 .. W32-1)
-    u32 sel[8];        // (word << 8) | offset
-    ESCHA_DEVICE explicit LaneWindows(int lane) {
-        using Rt = Rate<K2>;
-        int s0 = Rt::end(8 * lane) - 16;
-        s0 = s0 < 0 ? s0 + Rt::R : s0;
-        word0 = s0 >> 5;
+struct LaneStream {
+    using Rt = Rate<K2>;
+    static constexpr ESCHA_DEVICE int C(int j) { return Rt::end(j) - Rt::end(0); }
+    static constexpr int SPAN = Rt::end(7) - Rt::end(0) + 16;       // bits covering the 8 windows
+    static constexpr int NA = (SPAN + 31) / 32;                     // aligned words
+    static constexpr ESCHA_DEVICE int start(int lane) {
+        return (Rt::end(8 * lane) - 16 + Rt::R) % Rt::R;
+    }
+    static constexpr ESCHA_DEVICE int max_words() {
+        int n = 0;
+        for (int l = 0; l < 32; ++l) {
+            int w = (start(l) % 32 + SPAN + 31) / 32;
+            n = w > n ? w : n;
+        }
+        return n;
+    }
+    static constexpr int NW = max_words();                          // raw words loaded per tile
+    static constexpr ESCHA_DEVICE bool uniform_offset() {          // same b for every lane?
+        for (int l = 1; l < 32; ++l)
+            if (start(l) % 32 != start(0) % 32) return false;
+        return true;
+    }
+    static constexpr bool UNIFORM = uniform_offset();
+    static constexpr int B0 = Rt::end(0) - 16 + Rt::R;              // lane 0's start (mod 32 below)
+
+    int word[NW];      // word indices (cyclic) of this lane's raw words in the tile
+    u32 b;             // bit offset of the first window inside word[0]
+
+    ESCHA_DEVICE explicit LaneStream(int lane) {
+        const int s0 = start(lane);
+        b = (u32)(s0 & 31);
+        #pragma unroll
+        for (int q = 0; q < NW; ++q) word[q] = ((s0 >> 5) + q) % Rt::W32;
+    }
+
+    // The 8 states of this lane from its raw words w[0..NW-1].
+    ESCHA_DEVICE void states(const u32 (&w)[NW], u32 (&s)[8]) const {
+        u32 a[NA + 1];
+        const u32 sh = UNIFORM ? (u32)(B0 % 32) : b;
+        #pragma unroll
+        for (int i = 0; i < NA; ++i) a[i] = i + 1 < NW ? funnel_l(w[i], w[i + 1], sh) : w[i] << sh;
+        a[NA] = 0;
         #pragma unroll
         for (int j = 0; j < 8; ++j) {
-            int s = Rt::end(8 * lane + j) - 16 - (word0 << 5);
-            s = s < 0 ? s + Rt::R : s;
-            sel[j] = ((u32)(s >> 5) << 8) | (u32)(s & 31);
+            constexpr int dummy = 0; (void)dummy;
+            const int c = C(j), i = c / 32, o = c % 32;
+            s[j] = o <= 16 ? (a[i] >> (16 - o)) & 0xFFFFu : funnel_l(a[i], a[i + 1], (u32)o) >> 16;
         }
     }
 };
 
-// The 16-bit state whose window starts at bit `off` of word a (MSB first), continuing into b.
-ESCHA_DEVICE u32 window16(u32 a, u32 b, u32 off) { return funnel_l(a, b, off) >> 16; }
-
-// Decode one lane's 8 positions from its four words w[0..3] into four half2 (j pairs 01,23,45,67),
-// i.e. the two B fragments (n8 halves) of an mma.m16n8k16: {h[0], h[1]} and {h[2], h[3]}.
+// Decode one lane's 8 positions into four half2 (pairs j = 01, 23, 45, 67), i.e. the two B
+// fragments (n8 halves) of an mma.m16n8k16: {h[0], h[1]} and {h[2], h[3]}.
 template <int K2, int CB>
-ESCHA_DEVICE void decode_lane(const u32 (&w)[4], const LaneWindows<K2>& lw, half2_t (&h)[4]) {
+ESCHA_DEVICE void decode_lane(const u32 (&w)[LaneStream<K2>::NW], const LaneStream<K2>& ls, half2_t (&h)[4],
+                             u32 mask = 0x8FFF8FFFu) {
     u32 s[8];
+    ls.states(w, s);
     #pragma unroll
-    for (int j = 0; j < 8; ++j) {
-        u32 a = lw.sel[j] >> 8, off = lw.sel[j] & 31u;
-        u32 lo = a == 0 ? w[0] : a == 1 ? w[1] : w[2];
-        u32 hi = a == 0 ? w[1] : a == 1 ? w[2] : w[3];
-        s[j] = window16(lo, hi, off);
-    }
-    #pragma unroll
-    for (int q = 0; q < 4; ++q) h[q] = decode2<CB>(s[2 * q], s[2 * q + 1]);
+    for (int q = 0; q < 4; ++q) h[q] = decode2<CB>(s[2 * q], s[2 * q + 1], mask);
 }
 
 // Row and column inside the 16x16 tile of lane L's position j.

@@ -1,0 +1,252 @@
+// Fused coded linear for small and medium M, one launch:
+//
+//   y[:, cols] = ( H128( (sum over this column group's K range of  Hx @ What) ) * rout * s_out ) + bias
+//   Hx = H128(x * s_in * rin), fp16 in shared memory (per-row power-of-two scaled: no overflow)
+//
+// Grid: x = OC/128 column groups, y = S splits of the input features. A block of WARPS waves
+// owns 128 output columns (8 tiles) and IC/S input features, which it walks in chunks of `kc`:
+// load + scale + Hadamard the chunk of x into shared memory, then stream the chunk's trellis
+// tiles through a multi-stage async-copy pipeline; each wave decodes its tiles straight into
+// matrix-unit B fragments and accumulates MT m16 tiles of output in fp32.
+// Split K without grid-wide barriers: with S > 1 every block writes its fp32 partial to a
+// workspace and bumps a per-column-group counter; the last block to arrive sums the S partials
+// in a fixed order (deterministic), applies the output Hadamard and scales, and resets the
+// counter to zero for the next call (so CUDA-graph replays need no memset).
+//
+// Vendor-specific parts come from the platform headers: the matrix unit (mu::), async copies,
+// shuffles, coherent loads.
+#pragma once
+#include "escha/platform.h"
+#include "escha/hadamard.h"
+#if defined(ESCHA_NVIDIA)
+#include "escha/matunit_mma.h"
+#else
+#include "escha/matunit_wmma.h"
+#endif
+
+namespace escha {
+
+// 2^e for e in [-126, 127] (exact, no libm)
+ESCHA_DEVICE float exp2i(int e) { return __int_as_float((127 + e) << 23); }
+
+// Smallest e >= 0 with bound * 2^-e < 2^15 (so a fp16 cast cannot overflow).
+ESCHA_DEVICE int fp16_safe_exponent(float bound) {
+    int ex = ((__float_as_int(bound) >> 23) & 0xFF) - 127;   // floor(log2(bound)) for normal bounds
+    return ex >= 15 ? ex - 14 : 0;
+}
+
+template <int K2, int CB, typename in_t, typename out_t, int WARPS, int MT, int RB, int STAGES, int TR_BYTES>
+struct FusedLinear {
+    static constexpr int COLS = 128;                   // output columns per block (one Hadamard block)
+    static constexpr int TILES_N = COLS / 16;           // 8 tile columns per block
+    static constexpr int TPW = TILES_N / WARPS;         // tile columns per wave
+    static constexpr int W32 = Rate<K2>::W32;
+    static constexpr int MP = 16 * MT;                  // padded rows
+    static constexpr int STAGE_WORDS = RB * TILES_N * W32;
+    static_assert(TILES_N % WARPS == 0, "WARPS must divide 8");
+    static_assert(TR_BYTES == STAGES * STAGE_WORDS * 4, "host and kernel disagree on the trellis stage size");
+    static constexpr int RED_LD = COLS + 4;
+
+    struct Args {
+        const in_t* x; long long ldx;
+        out_t* y; long long ldy;
+        const u16* code;
+        const half_t* rin; const float* s_in;
+        const half_t* rout; const float* s_out;
+        const float* bias;
+        int M, IC, OC, k_split, kc;
+        int in_valid, out_valid;                       // logical dims (<= IC / OC when padded)
+        float* ws; int* counters;
+        int off_tr, off_red, off_exp;                  // byte offsets into dynamic shared memory
+    };
+
+    ESCHA_DEVICE static void run(const Args& p, unsigned char* smem) {
+        const int lane = threadIdx.x % ESCHA_WAVE, wave = threadIdx.x / ESCHA_WAVE;
+        const int g = blockIdx.x, split = blockIdx.y;
+        const int xs_ld = p.kc + 8;
+        half_t* xs = reinterpret_cast<half_t*>(smem);
+        u32* tr = reinterpret_cast<u32*>(smem + p.off_tr);
+        float* red = reinterpret_cast<float*>(smem + p.off_red);
+        int* row_exp = reinterpret_cast<int*>(smem + p.off_exp);     // [MP] running exponent
+        int* chunk_exp = row_exp + MP;                                 // [MP] this chunk's
+        int* flag = chunk_exp + MP;
+
+        const int tiles_n = p.OC / 16;
+        const mu::Decoder<K2> dec(lane);
+        constexpr int NW = mu::Decoder<K2>::NW;
+        const u32* lane_words[NW];                 // this lane's words of stage 0, tile (0, wave)
+        #pragma unroll
+        for (int q = 0; q < NW; ++q) lane_words[q] = tr + wave * TPW * W32 + dec.word(q);
+        u32 cb_mask = 0x8FFF8FFFu;
+        float acc[MT][TPW][mu::ACC];
+        #pragma unroll
+        for (int a = 0; a < MT; ++a)
+            #pragma unroll
+            for (int b = 0; b < TPW; ++b)
+                #pragma unroll
+                for (int i = 0; i < mu::ACC; ++i) acc[a][b][i] = 0.f;
+        for (int t = threadIdx.x; t < MP; t += blockDim.x) row_exp[t] = 0;
+
+        const int k_begin = split * p.k_split;
+        for (int k0 = k_begin; k0 < k_begin + p.k_split; k0 += p.kc) {
+            // ---- prologue: x chunk -> scaled, Hadamard-rotated fp16 A operand in shared memory
+            __syncthreads();
+            for (int t = threadIdx.x; t < MP; t += blockDim.x) chunk_exp[t] = 0;
+            __syncthreads();
+            for (int m = wave; m < p.M; m += WARPS) {                  // pass 1: bound per row
+                float amax = 0.f;
+                for (int k = lane; k < p.kc && k0 + k < p.in_valid; k += ESCHA_WAVE) {
+                    float v = to_float(p.x[m * p.ldx + k0 + k]);
+                    if (p.s_in) v *= p.s_in[k0 + k];
+                    v *= half_to_float(p.rin[k0 + k]);
+                    amax = fmaxf(amax, fabsf(v));
+                }
+                #pragma unroll
+                for (int s = 16; s > 0; s >>= 1) amax = fmaxf(amax, shfl_xor(amax, s));
+                // |H128 v|_inf <= sqrt(128) * max|v|
+                if (lane == 0) chunk_exp[m] = fp16_safe_exponent(amax * 11.3137085f);
+            }
+            __syncthreads();
+            #pragma unroll
+            for (int a = 0; a < MT; ++a)                              // rescale running sums
+                #pragma unroll
+                for (int i = 0; i < mu::ACC; ++i) {
+                    const int m = 16 * a + mu::acc_row(lane, i);
+                    const int grow = chunk_exp[m] - row_exp[m];
+                    if (grow > 0)
+                        #pragma unroll
+                        for (int b = 0; b < TPW; ++b) acc[a][b][i] *= exp2i(-grow);
+                }
+            const int blocks_k = p.kc / 128;
+            for (int item = wave; item < MP * blocks_k; item += WARPS) {   // pass 2
+                const int m = item / blocks_k, kb = item % blocks_k;
+                half_t* dst = xs + m * xs_ld + kb * 128 + 4 * lane;
+                if (m >= p.M) {
+                    #pragma unroll
+                    for (int i = 0; i < 4; ++i) dst[i] = float_to_half(0.f);
+                    continue;
+                }
+                const int k = k0 + kb * 128 + 4 * lane;
+                float v[4];
+                #pragma unroll
+                for (int i = 0; i < 4; ++i) {
+                    float f = k + i < p.in_valid ? to_float(p.x[m * p.ldx + k + i]) : 0.f;
+                    if (p.s_in) f *= p.s_in[k + i];
+                    v[i] = f * half_to_float(p.rin[k + i]);
+                }
+                hadamard128_lane(v, lane);
+                const int e = row_exp[m] > chunk_exp[m] ? row_exp[m] : chunk_exp[m];
+                const float sc = HAD128_SCALE * exp2i(-e);
+                #pragma unroll
+                for (int i = 0; i < 4; ++i) dst[i] = float_to_half(v[i] * sc);
+            }
+            __syncthreads();
+            for (int t = threadIdx.x; t < MP; t += blockDim.x)
+                row_exp[t] = row_exp[t] > chunk_exp[t] ? row_exp[t] : chunk_exp[t];
+
+            // ---- main loop: stream this chunk's tiles, decode into B fragments, multiply
+            const int row0 = k0 / 16;
+            const int steps = p.kc / (16 * RB);
+            auto load_stage = [&](int step, int buf) {
+                u32* dst = tr + buf * STAGE_WORDS;
+                constexpr int CHUNKS = STAGE_WORDS / 4;                // 16-byte pieces
+                for (int c = threadIdx.x; c < CHUNKS; c += blockDim.x) {
+                    const int r = c / (TILES_N * W32 / 4), o = c % (TILES_N * W32 / 4);
+                    const u32* src = reinterpret_cast<const u32*>(p.code) +
+                                     ((long long)(row0 + step * RB + r) * tiles_n + g * TILES_N) * W32 + 4 * o;
+                    async_copy16(dst + r * TILES_N * W32 + 4 * o, src);
+                }
+            };
+            #pragma unroll
+            for (int s = 0; s < STAGES - 1; ++s) {
+                if (s < steps) load_stage(s, s);
+                async_commit();
+            }
+            for (int step = 0; step < steps; ++step) {
+                async_wait<STAGES - 2>();
+                __syncthreads();
+                const int nxt = step + STAGES - 1;
+                if (nxt < steps) load_stage(nxt, nxt % STAGES);
+                async_commit();
+                const int stage_off = (step % STAGES) * STAGE_WORDS;
+                cb_mask = lcg_mask_refresh(cb_mask);
+                #pragma unroll
+                for (int r = 0; r < RB; ++r) {
+                    mu::BFrag bf[TPW];
+                    #pragma unroll
+                    for (int b = 0; b < TPW; ++b) {
+                        u32 w[NW];
+                        #pragma unroll
+                        for (int q = 0; q < NW; ++q) w[q] = lane_words[q][stage_off + (r * TILES_N + b) * W32];
+                        dec.template decode<CB>(bf[b], w, cb_mask);
+                    }
+                    #pragma unroll
+                    for (int a = 0; a < MT; ++a) {
+                        mu::AFrag af;
+                        mu::load_a(af, xs + a * 16 * xs_ld, xs_ld, (step * RB + r) * 16, lane);
+                        #pragma unroll
+                        for (int b = 0; b < TPW; ++b) mu::mma(acc[a][b], af, bf[b]);
+                    }
+                }
+            }
+            async_wait<0>();
+        }
+        __syncthreads();
+
+        // ---- epilogue: partial sums (times 2^row_exp) -> shared [MP][COLS]
+        #pragma unroll
+        for (int a = 0; a < MT; ++a)
+            #pragma unroll
+            for (int b = 0; b < TPW; ++b)
+                #pragma unroll
+                for (int i = 0; i < mu::ACC; ++i) {
+                    const int m = 16 * a + mu::acc_row(lane, i);
+                    red[m * RED_LD + (wave * TPW + b) * 16 + mu::acc_col(lane, i)] = acc[a][b][i] * exp2i(row_exp[m]);
+                }
+        __syncthreads();
+        if (gridDim.y > 1) {
+            const int S = gridDim.y;
+            float* part = p.ws + (long long)split * p.M * p.OC;
+            for (int t = threadIdx.x; t < p.M * COLS / 4; t += blockDim.x) {
+                const int m = t / (COLS / 4), c = 4 * (t % (COLS / 4));
+                *reinterpret_cast<float4*>(part + (long long)m * p.OC + g * COLS + c) =
+                    *reinterpret_cast<const float4*>(red + m * RED_LD + c);
+            }
+            __threadfence();
+            __syncthreads();
+            if (threadIdx.x == 0) *flag = atomicAdd(p.counters + g, 1) == S - 1;
+            __syncthreads();
+            if (!*flag) return;
+            __threadfence();
+            for (int t = threadIdx.x; t < p.M * COLS / 4; t += blockDim.x) {
+                const int m = t / (COLS / 4), c = 4 * (t % (COLS / 4));
+                float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+                for (int s = 0; s < S; ++s) {                         // fixed order: deterministic
+                    const float4 v = load_coherent(reinterpret_cast<const float4*>(
+                        p.ws + ((long long)s * p.M + m) * p.OC + g * COLS + c));
+                    sum.x += v.x; sum.y += v.y; sum.z += v.z; sum.w += v.w;
+                }
+                *reinterpret_cast<float4*>(red + m * RED_LD + c) = sum;
+            }
+            if (threadIdx.x == 0) p.counters[g] = 0;                   // ready for the next call
+            __syncthreads();
+        }
+        // ---- output Hadamard, scales, bias, store (one wave per row)
+        for (int m = wave; m < p.M; m += WARPS) {
+            float v[4];
+            #pragma unroll
+            for (int i = 0; i < 4; ++i) v[i] = red[m * RED_LD + 4 * lane + i];
+            hadamard128_lane(v, lane);
+            const int col = g * COLS + 4 * lane;
+            #pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                float f = v[i] * HAD128_SCALE * half_to_float(p.rout[col + i]);
+                if (p.s_out) f *= p.s_out[col + i];
+                if (p.bias) f += p.bias[col + i];
+                if (col + i < p.out_valid) p.y[m * p.ldy + col + i] = from_float<out_t>(f);
+            }
+        }
+    }
+};
+
+}  // namespace escha
