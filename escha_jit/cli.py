@@ -93,6 +93,54 @@ def _add_demo(sub) -> None:
     p.set_defaults(fn=cmd_demo)
 
 
+def cmd_compile(args: argparse.Namespace) -> int:
+    import json
+    import tempfile
+    from .offline import compile_all, format_table
+    cache_dir = args.cache_dir
+    tmp = None
+    if args.fresh:
+        tmp = tempfile.TemporaryDirectory(prefix="escha-compile-")
+        cache_dir = tmp.name
+    done = [0]
+
+    def progress(row):
+        done[0] += 1
+        if not row.ok:
+            log.error("%s: %s", row.spec, row.error or "; ".join(row.problems))
+        elif args.verbose:
+            log.info("[%d] %s %.2fs", done[0], row.spec, row.seconds)
+
+    t0 = time.perf_counter()
+    rows = compile_all(args.arch, full=args.all, cache_dir=cache_dir, jobs=args.jobs, toolchain=args.toolchain,
+                       progress=progress)
+    wall = time.perf_counter() - t0
+    print(format_table(rows))
+    bad = [r for r in rows if not r.ok]
+    compiled = [r.seconds for r in rows if not r.cached and r.error is None]
+    print(f"{len(rows)} specializations for {args.arch}: {len(rows) - len(bad)} ok, {len(bad)} failed; "
+          f"wall {wall:.1f} s" + (f", slowest compile {max(compiled):.2f} s, mean {sum(compiled) / len(compiled):.2f} s"
+                                  if compiled else ""))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump([r.__dict__ for r in rows], f, indent=1)
+    if tmp:
+        tmp.cleanup()
+    return 1 if bad else 0
+
+
+def _add_compile(sub) -> None:
+    p = sub.add_parser("compile", help="compile shipped kernel specializations offline for an arch (no GPU needed)")
+    p.add_argument("--arch", required=True, help="target: sm_90, gfx1201, ...")
+    p.add_argument("--all", action="store_true", help="every specialization (default: a representative subset)")
+    p.add_argument("--cache-dir", default=None, help="write into this cache dir (default: the user cache)")
+    p.add_argument("--fresh", action="store_true", help="compile into a temporary cache (times cold compiles)")
+    p.add_argument("--toolchain", default=None, choices=("nvrtc", "hiprtc", "clang-amdgpu"))
+    p.add_argument("-j", "--jobs", type=int, default=None, help="parallel compiler processes (default: CPUs)")
+    p.add_argument("--json", default=None, help="also write the rows as JSON here")
+    p.set_defaults(fn=cmd_compile)
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="escha-jit", description=__doc__)
     ap.add_argument("--version", action="version", version=f"escha_jit {__version__}")
@@ -100,6 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = ap.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="versions, GPUs, toolchains, cache dir").set_defaults(fn=cmd_info)
     _add_demo(sub)
+    _add_compile(sub)
     for extra in _EXTRA_COMMANDS:
         extra(sub)
     return ap

@@ -37,6 +37,7 @@ class EschaLinear(nn.Module):
         self.register_buffer("bias", weights.bias)
         # the decoded rotated-basis weight, kept for the reference backend once computed
         self.register_buffer("_what", None, persistent=False)
+        self.register_buffer("_bias32", None, persistent=False)    # bias as the kernels take it
 
     @classmethod
     def from_checkpoint(cls, ckpt, prefix: str, backend: str = "auto") -> "EschaLinear":
@@ -73,10 +74,12 @@ class EschaLinear(nn.Module):
         if x.dtype not in (torch.float16, torch.bfloat16, torch.float32):
             raise TypeError(f"EschaLinear: x must be fp16, bf16 or fp32, got {x.dtype}")
         if self.resolved_backend(x) == "jit":
-            from .ops.linear import linear_unfused
+            from .ops.linear import linear
             lead = x.shape[:-1]
             x2 = x.reshape(-1, x.shape[-1])
-            y = linear_unfused(x2 if x2.stride(-1) == 1 else x2.contiguous(), self.weights)
+            if self._bias32 is None and self.bias is not None:
+                self._bias32 = self.bias.to(torch.float32)
+            y = linear(x2 if x2.stride(-1) == 1 else x2.contiguous(), self.weights, bias32=self._bias32)
             return y.reshape(*lead, self.out_features)
         if self._what is None:
             self._what = reference.reconstruct(self.code, self.K, self.codebook)

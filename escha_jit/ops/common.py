@@ -12,7 +12,6 @@ from ..runtime import Kernel, device_arch, runtime_for
 from ..spec import KernelSpec
 
 DTYPE_NAMES = {torch.float16: "f16", torch.bfloat16: "bf16", torch.float32: "f32"}
-DTYPE_CODES = {"f16": 0, "bf16": 1, "f32": 2}
 
 _loaded: dict[tuple[KernelSpec, int], Kernel] = {}
 _lock = threading.Lock()

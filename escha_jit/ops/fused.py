@@ -1,123 +1,33 @@
-"""The fused coded linear for small and medium M (templates/fused.hip.j2, include/escha/fused.h).
-
-Compile-time tile configuration (:class:`FusedConfig`): waves per block, m16 tiles, tile rows per
-pipeline stage, stages. Run-time launch parameters (:class:`FusedLaunch`): the split count S
-(grid.y) and the chunk of input features staged in shared memory at a time (kc).
-The shared-memory layout has ONE formula, :func:`smem_layout`; its compile-time part (the trellis
-stage bytes) is rendered into the kernel, which static_asserts it, and the host uses the whole to
-size the launch and to filter tuning candidates.
-"""
+"""The fused coded linear, torch entry point (the kernel side lives in escha_jit.kernels.fused)."""
 from __future__ import annotations
 
-import dataclasses
 import threading
 from typing import Optional
 
 import torch
 
+from ..kernels.fused import (ARGS, COLS, MAX_M, FusedConfig, FusedLaunch, default_config, default_launch,
+                             render_extra, smem_layout, spec_for)
 from ..reference import LinearWeights
-from ..spec import KernelSpec
 from ..trellis import check_rate_codebook, tile_words
-from .common import DTYPE_CODES, DTYPE_NAMES, arch_of, check_tensor, kernel_for
+from .common import DTYPE_NAMES, arch_of, check_tensor, kernel_for
 
-COLS = 128
-ARGS = ("ptr", "i64", "ptr", "i64", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr",
-        "i32", "i32", "i32", "i32", "i32", "i32", "i32", "ptr", "ptr", "i32", "i32", "i32")
-MAX_M = 256
-
-
-@dataclasses.dataclass(frozen=True)
-class FusedConfig:
-    warps: int = 8            # waves per block (divides 8: each owns 8/warps tile columns)
-    m_tiles: int = 1          # m16 tiles: M <= 16 * m_tiles
-    rows_per_stage: int = 4   # tile rows (16 input features each) per pipeline stage
-    stages: int = 3
-
-    def tile(self) -> dict:
-        return dataclasses.asdict(self)
-
-
-@dataclasses.dataclass(frozen=True)
-class FusedLaunch:
-    splits: int               # S: blocks along the input features
-    kc: int                   # input features staged in shared memory at a time
-
-
-@dataclasses.dataclass(frozen=True)
-class SmemLayout:
-    off_tr: int
-    off_red: int
-    off_exp: int
-    total: int
-    tr_bytes: int
-
-
-def _align(n: int, a: int = 16) -> int:
-    return -(-n // a) * a
-
-
-def smem_layout(cfg: FusedConfig, K: float, kc: int) -> SmemLayout:
-    """Bytes of dynamic shared memory: A operand [16*m_tiles][kc + 8] fp16, trellis stages
-    [stages][rows_per_stage][8 tiles][W32] u32, partial sums [16*m_tiles][132] fp32, exponents."""
-    mp = 16 * cfg.m_tiles
-    w32 = tile_words(K) // 2
-    xs = _align(mp * (kc + 8) * 2)
-    tr = cfg.stages * cfg.rows_per_stage * 8 * w32 * 4
-    red = mp * (COLS + 4) * 4
-    ex = _align((2 * mp + 1) * 4)
-    return SmemLayout(xs, xs + tr, xs + tr + red, xs + tr + red + ex, tr)
-
-
-def spec_for(arch: str, K: float, codebook: str, in_dtype: str, out_dtype: str, cfg: FusedConfig) -> KernelSpec:
-    return KernelSpec.make("fused", arch, K=K, codebook=codebook, in_dtype=in_dtype, out_dtype=out_dtype,
-                           tile=cfg.tile())
-
-
-def render_extra(spec: KernelSpec) -> dict:
-    cfg = FusedConfig(**spec.params)
-    return {"in_code": DTYPE_CODES[spec.in_dtype], "out_code": DTYPE_CODES[spec.out_dtype],
-            "tr_bytes": smem_layout(cfg, spec.K, 128).tr_bytes}
-
-
-def default_config(M: int) -> FusedConfig:
-    mt = 1
-    while 16 * mt < M:
-        mt *= 2
-    return FusedConfig(warps=8, m_tiles=mt, rows_per_stage=4, stages=3)
-
-
-def _divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
-
-
-def default_launch(cfg: FusedConfig, K: float, IC: int, OC: int, sms: int, smem_cap: int = 200 * 1024) -> FusedLaunch:
-    """Heuristic: enough blocks to fill the GPU about twice, chunks as large as shared memory
-    allows up to 1024 features (fewer prologue passes)."""
-    groups = OC // COLS
-    blocks128 = IC // 128
-    splits = blocks128
-    for d in _divisors(blocks128):
-        if groups * d >= 2 * sms:
-            splits = d
-            break
-    kr = IC // splits
-    kc = 128
-    for c in range(128, min(kr, 1024) + 1, 128):
-        if kr % c == 0 and c % (16 * cfg.rows_per_stage) == 0 and smem_layout(cfg, K, c).total <= smem_cap:
-            kc = c
-    return FusedLaunch(splits, kc)
+__all__ = ["FusedConfig", "FusedLaunch", "MAX_M", "fused_linear", "scratch"]
 
 
 class _Scratch:
-    """Per (device, stream) split-K workspace and self-resetting counters; grown, never shrunk,
-    allocated outside CUDA-graph capture (first call of a shape, or warm-up)."""
+    """Per-device split-K workspace and self-resetting counters; grown, never shrunk, allocated
+    outside CUDA-graph capture (first call of a shape, or warm-up).
+
+    One buffer per device means coded linears of one device must not run concurrently on two
+    streams (every engine we target runs a model on one stream; graphs replay in order)."""
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._bufs: dict[tuple[int, int], tuple[torch.Tensor, torch.Tensor]] = {}
+        self._bufs: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
 
-    def get(self, device: torch.device, stream: int, ws_floats: int, groups: int) -> tuple[torch.Tensor, torch.Tensor]:
-        key = (device.index, stream)
+    def get(self, device: torch.device, ws_floats: int, groups: int) -> tuple[torch.Tensor, torch.Tensor]:
+        key = device.index if device.index is not None else torch.cuda.current_device()
         with self._lock:
             ws, cnt = self._bufs.get(key, (None, None))
             if ws is None or ws.numel() < ws_floats or cnt.numel() < groups:
@@ -193,7 +103,7 @@ def fused_linear(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] 
     groups = OC // COLS
     stream = torch.cuda.current_stream(dev).cuda_stream
     if launch.splits > 1:
-        ws, cnt = scratch.get(dev, stream, launch.splits * M * OC, groups)
+        ws, cnt = scratch.get(dev, launch.splits * M * OC, groups)
     else:
         ws = cnt = None
     k.launch((groups, launch.splits), (32 * cfg.warps,),

@@ -6,20 +6,9 @@ from typing import Optional
 import numpy as np
 import torch
 
+from ..kernels.hadamard import ARGS, THREADS, render_extra, spec_for
 from ..reference import HAD_SCALE_F32
-from ..spec import KernelSpec
-from .common import DTYPE_CODES, DTYPE_NAMES, arch_of, check_tensor, kernel_for
-
-THREADS = 256
-ARGS = ("ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "i32", "i32", "i64", "i64", "f32")
-
-
-def spec_for(arch: str, in_dtype: str, out_dtype: str) -> KernelSpec:
-    return KernelSpec.make("hadamard", arch, in_dtype=in_dtype, out_dtype=out_dtype, tile={"threads": THREADS})
-
-
-def render_extra(spec: KernelSpec) -> dict:
-    return {"in_code": DTYPE_CODES[spec.in_dtype], "out_code": DTYPE_CODES[spec.out_dtype]}
+from .common import DTYPE_NAMES, arch_of, check_tensor, kernel_for
 
 
 def hadamard128(x: torch.Tensor, r_pre: Optional[torch.Tensor] = None, s_pre: Optional[torch.Tensor] = None,

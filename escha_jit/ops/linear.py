@@ -8,8 +8,17 @@ from typing import Optional
 import torch
 
 from ..reference import LinearWeights
+from .fused import MAX_M, fused_linear
 from .hadamard import hadamard128
 from .reconstruct import reconstruct
+
+
+def linear(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] = None,
+           bias32: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """The GPU linear: the fused single-launch kernel for M <= 256, reconstruct + vendor GEMM above."""
+    if x.shape[0] <= MAX_M:
+        return fused_linear(x, w, out=out, bias32=bias32)
+    return linear_unfused(x, w, out=out)
 
 
 def linear_unfused(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] = None,

@@ -5,16 +5,9 @@ from typing import Optional
 
 import torch
 
-from ..spec import KernelSpec
+from ..kernels.reconstruct import ARGS, WARPS, spec_for
 from ..trellis import check_rate_codebook, tile_words
 from .common import arch_of, check_tensor, kernel_for
-
-WARPS = 8
-ARGS = ("ptr", "ptr", "i32", "i32", "i64")
-
-
-def spec_for(arch: str, K: float, codebook: str) -> KernelSpec:
-    return KernelSpec.make("reconstruct", arch, K=K, codebook=codebook, out_dtype="f16", tile={"warps": WARPS})
 
 
 def reconstruct(code: torch.Tensor, K: float, codebook: str, out: Optional[torch.Tensor] = None) -> torch.Tensor:

@@ -31,16 +31,16 @@ ESCHA_DEVICE half2_t decode2(u32 s0, u32 s1, u32 mask = 0x8FFF8FFFu) {
     if constexpr (CB == CB_MUL1) {
         const half2_t scale = bit_cast<half2_t>(0x1EEE1EEEu);
         const half2_t add = bit_cast<half2_t>(0xC931C931u);
-        return __hfma2(bit_cast<half2_t>(pack_lo16(mul1_bits(s0), mul1_bits(s1))), scale, add);
+        return hfma2(bit_cast<half2_t>(pack_lo16(mul1_bits(s0), mul1_bits(s1))), scale, add);
     } else {
         u32 y0 = lcg_bits<CB>(s0, mask), y1 = lcg_bits<CB>(s1, mask);
-        return __hadd2(bit_cast<half2_t>(pack_lo16(y0, y1)), bit_cast<half2_t>(pack_hi16(y0, y1)));
+        return hadd2(bit_cast<half2_t>(pack_lo16(y0, y1)), bit_cast<half2_t>(pack_hi16(y0, y1)));
     }
 }
 
 template <int CB>
 ESCHA_DEVICE half_t decode1(u32 s) {
-    return __low2half(decode2<CB>(s, s));
+    return low_half(decode2<CB>(s, s));
 }
 
 }  // namespace escha

@@ -193,49 +193,71 @@ struct FusedLinear {
         }
         __syncthreads();
 
-        // ---- epilogue: partial sums (times 2^row_exp) -> shared [MP][COLS]
+        // ---- epilogue, 16 rows (one m tile) at a time through shared memory [16][COLS]
+        const int S = gridDim.y;
+        const int mtiles = (p.M + 15) / 16;
         #pragma unroll
-        for (int a = 0; a < MT; ++a)
-            #pragma unroll
-            for (int b = 0; b < TPW; ++b)
-                #pragma unroll
-                for (int i = 0; i < mu::ACC; ++i) {
-                    const int m = 16 * a + mu::acc_row(lane, i);
-                    red[m * RED_LD + (wave * TPW + b) * 16 + mu::acc_col(lane, i)] = acc[a][b][i] * exp2i(row_exp[m]);
-                }
-        __syncthreads();
-        if (gridDim.y > 1) {
-            const int S = gridDim.y;
-            float* part = p.ws + (long long)split * p.M * p.OC;
-            for (int t = threadIdx.x; t < p.M * COLS / 4; t += blockDim.x) {
-                const int m = t / (COLS / 4), c = 4 * (t % (COLS / 4));
-                *reinterpret_cast<float4*>(part + (long long)m * p.OC + g * COLS + c) =
-                    *reinterpret_cast<const float4*>(red + m * RED_LD + c);
-            }
-            __threadfence();
+        for (int a = 0; a < MT; ++a) {
+            if (a >= mtiles) break;
+            stage_rows(red, acc[a], row_exp + 16 * a, lane, wave);
             __syncthreads();
-            if (threadIdx.x == 0) *flag = atomicAdd(p.counters + g, 1) == S - 1;
-            __syncthreads();
-            if (!*flag) return;
-            __threadfence();
-            for (int t = threadIdx.x; t < p.M * COLS / 4; t += blockDim.x) {
-                const int m = t / (COLS / 4), c = 4 * (t % (COLS / 4));
-                float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
-                for (int s = 0; s < S; ++s) {                         // fixed order: deterministic
-                    const float4 v = load_coherent(reinterpret_cast<const float4*>(
-                        p.ws + ((long long)s * p.M + m) * p.OC + g * COLS + c));
-                    sum.x += v.x; sum.y += v.y; sum.z += v.z; sum.w += v.w;
+            if (S > 1) {                                    // partial -> workspace [S][M][OC]
+                for (int t = threadIdx.x; t < 16 * COLS / 4; t += blockDim.x) {
+                    const int r = t / (COLS / 4), c = 4 * (t % (COLS / 4)), m = 16 * a + r;
+                    if (m < p.M)
+                        *reinterpret_cast<f32x4*>(p.ws + ((long long)split * p.M + m) * p.OC + g * COLS + c) =
+                            *reinterpret_cast<const f32x4*>(red + r * RED_LD + c);
                 }
-                *reinterpret_cast<float4*>(red + m * RED_LD + c) = sum;
+            } else {
+                store_rows(p, red, 16 * a, lane, wave);
             }
-            if (threadIdx.x == 0) p.counters[g] = 0;                   // ready for the next call
             __syncthreads();
         }
-        // ---- output Hadamard, scales, bias, store (one wave per row)
-        for (int m = wave; m < p.M; m += WARPS) {
+        if (S == 1) return;
+        __threadfence();
+        __syncthreads();
+        if (threadIdx.x == 0) *flag = atomicAdd(p.counters + g, 1) == S - 1;
+        __syncthreads();
+        if (!*flag) return;                                 // not the last block of this column group
+        __threadfence();
+        for (int m0 = 0; m0 < p.M; m0 += 16) {
+            for (int t = threadIdx.x; t < 16 * COLS / 4; t += blockDim.x) {
+                const int r = t / (COLS / 4), c = 4 * (t % (COLS / 4)), m = m0 + r;
+                f32x4 sum = {0.f, 0.f, 0.f, 0.f};
+                if (m < p.M)
+                    for (int s = 0; s < S; ++s) {           // fixed order: deterministic
+                        const f32x4 v = load_coherent(reinterpret_cast<const f32x4*>(
+                            p.ws + ((long long)s * p.M + m) * p.OC + g * COLS + c));
+                        sum.x += v.x; sum.y += v.y; sum.z += v.z; sum.w += v.w;
+                    }
+                *reinterpret_cast<f32x4*>(red + r * RED_LD + c) = sum;
+            }
+            __syncthreads();
+            store_rows(p, red, m0, lane, wave);
+            __syncthreads();
+        }
+        if (threadIdx.x == 0) p.counters[g] = 0;            // ready for the next call
+    }
+
+    // One m tile of accumulators (times 2^row_exp) -> shared [16][COLS].
+    ESCHA_DEVICE static void stage_rows(float* red, const float (&acc)[TPW][mu::ACC], const int* exps,
+                                        int lane, int wave) {
+        #pragma unroll
+        for (int b = 0; b < TPW; ++b)
+            #pragma unroll
+            for (int i = 0; i < mu::ACC; ++i) {
+                const int r = mu::acc_row(lane, i);
+                red[r * RED_LD + (wave * TPW + b) * 16 + mu::acc_col(lane, i)] = acc[b][i] * exp2i(exps[r]);
+            }
+    }
+
+    // Rows m0..m0+15 (< M) of shared [16][COLS] -> output Hadamard, scales, bias -> y.
+    ESCHA_DEVICE static void store_rows(const Args& p, const float* red, int m0, int lane, int wave) {
+        const int g = blockIdx.x;
+        for (int r = wave; r < 16 && m0 + r < p.M; r += WARPS) {
             float v[4];
             #pragma unroll
-            for (int i = 0; i < 4; ++i) v[i] = red[m * RED_LD + 4 * lane + i];
+            for (int i = 0; i < 4; ++i) v[i] = red[r * RED_LD + 4 * lane + i];
             hadamard128_lane(v, lane);
             const int col = g * COLS + 4 * lane;
             #pragma unroll
@@ -243,7 +265,7 @@ struct FusedLinear {
                 float f = v[i] * HAD128_SCALE * half_to_float(p.rout[col + i]);
                 if (p.s_out) f *= p.s_out[col + i];
                 if (p.bias) f += p.bias[col + i];
-                if (col + i < p.out_valid) p.y[m * p.ldy + col + i] = from_float<out_t>(f);
+                if (col + i < p.out_valid) p.y[(long long)(m0 + r) * p.ldy + col + i] = from_float<out_t>(f);
             }
         }
     }

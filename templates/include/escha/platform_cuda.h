@@ -6,6 +6,7 @@
 #define ESCHA_DEVICE __device__ __forceinline__
 #define ESCHA_GLOBAL extern "C" __global__
 #define ESCHA_WAVE 32
+#define ESCHA_ALIGN(n) __align__(n)
 
 typedef unsigned int u32;
 typedef int i32;
@@ -19,6 +20,16 @@ typedef __nv_bfloat16 __hip_bfloat16;   // HIP spelling
 
 namespace escha {
 
+struct ESCHA_ALIGN(16) u32x4 { u32 x, y, z, w; };
+struct ESCHA_ALIGN(16) f32x4 { float x, y, z, w; };
+
+// fp16 arithmetic, each one IEEE operation with one rounding (HMUL2 / HADD2 / HFMA2)
+ESCHA_DEVICE half_t hmul(half_t a, half_t b) { return __hmul(a, b); }
+ESCHA_DEVICE half2_t hadd2(half2_t a, half2_t b) { return __hadd2(a, b); }
+ESCHA_DEVICE half2_t hfma2(half2_t a, half2_t b, half2_t c) { return __hfma2(a, b, c); }
+ESCHA_DEVICE half_t low_half(half2_t v) { return __low2half(v); }
+ESCHA_DEVICE half_t high_half(half2_t v) { return __high2half(v); }
+
 ESCHA_DEVICE float half_to_float(half_t v) { return __half2float(v); }
 ESCHA_DEVICE half_t float_to_half(float v) { return __float2half_rn(v); }
 ESCHA_DEVICE float bf16_to_float(bf16_t v) { return __bfloat162float(v); }
@@ -26,7 +37,6 @@ ESCHA_DEVICE bf16_t float_to_bf16(float v) { return __float2bfloat16_rn(v); }
 
 ESCHA_DEVICE float shfl_xor(float v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
 ESCHA_DEVICE u32 shfl_xor(u32 v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
-ESCHA_DEVICE void wave_sync() { __syncwarp(); }
 
 // Top 32 bits of the 64-bit (hi:lo) shifted left by n (0..31): one SHF.
 ESCHA_DEVICE u32 funnel_l(u32 hi, u32 lo, u32 n) { return __funnelshift_l(lo, hi, n); }
@@ -79,5 +89,8 @@ ESCHA_DEVICE void mma_16816(float (&c)[4], const u32 (&a)[4], u32 b0, u32 b1) {
 
 namespace escha {
 // A load that sees other blocks' writes made visible by __threadfence + atomics (L2, not L1).
-ESCHA_DEVICE float4 load_coherent(const float4* p) { return __ldcg(p); }
+ESCHA_DEVICE f32x4 load_coherent(const f32x4* p) {
+    const float4 v = __ldcg(reinterpret_cast<const float4*>(p));
+    return f32x4{v.x, v.y, v.z, v.w};
+}
 }  // namespace escha

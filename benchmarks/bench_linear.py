@@ -1,0 +1,167 @@
+"""Decode and prefill benchmark of the coded linear against dense bf16 cuBLAS and the reference
+runtime's figures (PERF.md). Prints a table and writes JSON.
+
+Method (PERF.md): per case, one CUDA graph chains n calls over n DISTINCT weight copies (more
+bytes than the 60 MB L2); median of 20 replays / n = microseconds per call. Dense bf16 is
+measured the same way in the same process. Inputs are random, never zeros.
+
+    python benchmarks/bench_linear.py --out results.json            # the PERF.md targets 1 and 2
+    python benchmarks/bench_linear.py --quick                        # a few cases
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from escha_jit.ops import fused as F  # noqa: E402
+from escha_jit.ops.linear import linear, linear_unfused  # noqa: E402
+from escha_jit.reference import LinearWeights  # noqa: E402
+from escha_jit.trellis import tile_words  # noqa: E402
+
+SHAPES = [(4096, 4096), (4096, 14336), (14336, 4096), (8192, 28672)]
+L2_BYTES = 60 << 20
+BASELINE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "baselines", "h200_exl3_graph.json")
+
+
+def n_copies(bytes_per_copy: int) -> int:
+    return max(8, min(64, math.ceil(3 * L2_BYTES / bytes_per_copy)))
+
+
+def time_graph(fn_list, replays: int = 20) -> float:
+    """Median microseconds per call of a graph chaining every fn in fn_list."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for fn in fn_list[:2]:
+            fn()                                       # warm-up outside capture
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for fn in fn_list:
+            fn()
+    for _ in range(3):
+        g.replay()
+    times = []
+    for _ in range(replays):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        g.replay()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1e3 / len(fn_list))
+    return statistics.median(times)
+
+
+def random_layers(IC, OC, K, cb, n, dev):
+    out = []
+    for i in range(n):
+        code = torch.randint(-32768, 32768, (IC // 16, OC // 16, tile_words(K)), dtype=torch.int16, device=dev)
+        rin = ((torch.randint(0, 2, (IC,), device=dev) * 2 - 1) * (torch.rand(IC, device=dev) + 0.5) / math.sqrt(IC)).half()
+        rout = ((torch.randint(0, 2, (OC,), device=dev) * 2 - 1) * (torch.rand(OC, device=dev) + 0.5)).half()
+        out.append(LinearWeights(code, float(K), cb, rin, rout))
+    return out
+
+
+def bench_dense(IC, OC, M, dev, n):
+    ws = [torch.randn(IC, OC, device=dev, dtype=torch.bfloat16) for _ in range(n)]
+    x = torch.randn(M, IC, device=dev, dtype=torch.bfloat16)
+    ys = [torch.empty(M, OC, device=dev, dtype=torch.bfloat16) for _ in range(n)]
+    us = time_graph([lambda w=w, y=y: torch.matmul(x, w, out=y) for w, y in zip(ws, ys)])
+    del ws, ys
+    return us
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default="bench_linear.json")
+    ap.add_argument("--quick", action="store_true", help="two shapes, K=2/4, mcg/mul1, fp16")
+    ap.add_argument("--ms", default="1,4,16")
+    ap.add_argument("--prefill-ms", default="1024,4096")
+    ap.add_argument("--ks", default="2,3,4")
+    ap.add_argument("--codebooks", default="mcg,mul1")
+    ap.add_argument("--dtypes", default="f16,bf16")
+    ap.add_argument("--shapes", default=None, help="e.g. 4096x4096,8192x28672")
+    args = ap.parse_args(argv)
+    dev = torch.device("cuda")
+    torch.manual_seed(0)
+    shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")] if args.shapes else SHAPES
+    ks = [float(k) for k in args.ks.split(",")]
+    cbs = args.codebooks.split(",")
+    dts = {"f16": torch.float16, "bf16": torch.bfloat16}
+    dtypes = args.dtypes.split(",")
+    ms = [int(m) for m in args.ms.split(",")]
+    pms = [int(m) for m in args.prefill_ms.split(",") if m]
+    if args.quick:
+        shapes, ks, dtypes, pms = shapes[:1] + shapes[-1:], [2.0, 4.0], ["f16"], [1024]
+    base = {}
+    if os.path.exists(BASELINE):
+        for IC, OC, cb, K, M, us, gbs in json.load(open(BASELINE)):
+            base[(IC, OC, cb, float(K), M)] = us
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                            cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip() or "unknown"
+    rows = []
+    hdr = f"{'shape':>11} {'K':>3} {'cb':>4} {'M':>5} {'dt':>4} {'us':>8} {'bf16 us':>8} {'x bf16':>7} {'ref us':>7} {'x ref':>6} {'Tw/s':>6} {'GB/s':>7}"
+    print(hdr, flush=True)
+    for IC, OC in shapes:
+        nd = n_copies(2 * IC * OC)
+        dense = {M: bench_dense(IC, OC, M, dev, nd) for M in ms + pms}
+        for M in ms + pms:
+            rows.append(dict(IC=IC, OC=OC, K=16, codebook="bf16", M=M, dtype="bf16", us=dense[M]))
+        for K in ks:
+            for cb in cbs:
+                n = n_copies(IC * OC * K // 8)
+                layers = random_layers(IC, OC, K, cb, n, dev)
+                for dt in dtypes:
+                    for M in ms + pms:
+                        x = torch.randn(M, IC, device=dev).to(dts[dt])
+                        ys = [torch.empty(M, OC, device=dev, dtype=dts[dt]) for _ in layers]
+                        fn = linear if M <= F.MAX_M else linear_unfused
+                        try:
+                            us = time_graph([lambda w=w, y=y: fn(x, w, out=y) for w, y in zip(layers, ys)],
+                                            replays=20 if M <= F.MAX_M else 5)
+                        except Exception as e:  # noqa: BLE001 - report and go on
+                            print(f"FAILED {IC}x{OC} K{K} {cb} M{M} {dt}: {type(e).__name__}: {e}", flush=True)
+                            continue
+                        ref = base.get((IC, OC, cb, K, M))
+                        wps = IC * OC / (us * 1e-6)
+                        row = dict(IC=IC, OC=OC, K=K, codebook=cb, M=M, dtype=dt, us=us, bf16_us=dense[M],
+                                   speedup_bf16=dense[M] / us, ref_us=ref, speedup_ref=(ref / us) if ref else None,
+                                   weights_per_s=wps, weight_gb_s=IC * OC * K / 8 / (us * 1e-6) / 1e9)
+                        rows.append(row)
+                        print(f"{IC:>5}x{OC:<5} {K:>3g} {cb:>4} {M:>5} {dt:>4} {us:>8.2f} {dense[M]:>8.2f} "
+                              f"{dense[M] / us:>7.2f} {ref if ref else float('nan'):>7.1f} "
+                              f"{(ref / us) if ref else float('nan'):>6.2f} {wps / 1e12:>6.2f} {row['weight_gb_s']:>7.0f}",
+                              flush=True)
+                del layers
+                torch.cuda.empty_cache()
+    dec = [r for r in rows if r.get("speedup_bf16") and r["M"] <= 16]
+    summary = {}
+    if dec:
+        gm = lambda v: math.exp(sum(math.log(a) for a in v) / len(v))  # noqa: E731
+        summary["decode_geomean_vs_bf16"] = gm([r["speedup_bf16"] for r in dec])
+        refd = [r["speedup_ref"] for r in dec if r["speedup_ref"]]
+        summary["decode_geomean_vs_ref"] = gm(refd) if refd else None
+        summary["decode_min_vs_bf16"] = min(r["speedup_bf16"] for r in dec)
+        summary["decode_min_vs_ref"] = min(refd) if refd else None
+    pre = [r for r in rows if r.get("speedup_bf16") and r["M"] >= 1024]
+    if pre:
+        summary["prefill_min_vs_bf16"] = min(r["speedup_bf16"] for r in pre)
+    print(json.dumps(summary, indent=1))
+    meta = dict(date=time.strftime("%Y-%m-%d %H:%M:%S"), commit=commit, gpu=torch.cuda.get_device_name(),
+                torch=torch.__version__, cuda=torch.version.cuda)
+    with open(args.out, "w") as f:
+        json.dump(dict(meta=meta, summary=summary, rows=rows), f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+"""JIT timings (PERF.md target 4): cold compile per specialization and warm readiness.
+
+    python benchmarks/jit_times.py --out jit_times.json
+
+1. cold: every shipped sm_XX specialization compiled into an empty cache, one at a time
+   (seconds per spec, as the compiler reports them);
+2. warm: a NEW process with ESCHA_JIT_NO_COMPILE=1 gets ready to run a 32-layer Llama-style
+   model (7 coded projections per layer, K/codebook mix of escha_jit.synth.DEFAULT_RATES, fp16,
+   every M bucket): for each of its 224 projections the kernels it needs are looked up in the
+   disk cache and loaded on the GPU. Reported: seconds from the first lookup to all loaded.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+M_BUCKETS = (1, 16, 32, 64, 128, 256)
+
+
+def model_specs(arch: str):
+    from escha_jit.kernels import fused, hadamard, reconstruct
+    from escha_jit.synth import DEFAULT_RATES
+    out = []
+    for layer in range(32):
+        for leaf, (K, cb) in DEFAULT_RATES.items():
+            for M in M_BUCKETS:
+                s = fused.spec_for(arch, K, cb, "f16", "f16", fused.default_config(M))
+                out.append((s, fused.render_extra(s), fused.ARGS))
+            s = reconstruct.spec_for(arch, K, cb)
+            out.append((s, reconstruct.render_extra(s), reconstruct.ARGS))
+    for i, o in (("f16", "f16"), ("f16", "f32"), ("f32", "f16")):
+        s = hadamard.spec_for(arch, i, o)
+        out.append((s, hadamard.render_extra(s), hadamard.ARGS))
+    return out
+
+
+def warm_child() -> None:
+    import torch
+    from escha_jit.ops.common import arch_of, kernel_for
+    dev = torch.device("cuda")
+    torch.zeros(1, device=dev)                      # CUDA context up before timing
+    arch = arch_of(dev)
+    specs = model_specs(arch)
+    t0 = time.perf_counter()
+    for spec, extra, args in specs:
+        kernel_for(spec, dev, args, extra)
+    torch.cuda.synchronize()
+    print(json.dumps({"warm_ready_s": time.perf_counter() - t0, "lookups": len(specs),
+                      "unique_specs": len({s for s, _, _ in specs})}))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default="jit_times.json")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        return warm_child()
+    import torch
+    from escha_jit.offline import compile_all
+    from escha_jit.ops.common import arch_of
+    arch = arch_of(torch.device("cuda"))
+    with tempfile.TemporaryDirectory(prefix="escha-jit-times-") as d:
+        rows = compile_all(arch, full=True, cache_dir=d, jobs=1)
+        cold = sorted(r.seconds for r in rows if r.error is None)
+        # the model's specs must all be in this cache: compile the few not shipped, if any
+        env = dict(os.environ, ESCHA_JIT_CACHE_DIR=d, ESCHA_JIT_NO_COMPILE="1")
+        runs = []
+        for _ in range(3):
+            r = subprocess.run([sys.executable, __file__, "--child"], env=env, capture_output=True, text=True)
+            if r.returncode:
+                print(r.stdout, r.stderr)
+                raise SystemExit("warm child failed")
+            runs.append(json.loads(r.stdout.strip().splitlines()[-1]))
+    res = {"arch": arch, "gpu": torch.cuda.get_device_name(), "specs": len(rows),
+           "failed": [r.spec for r in rows if r.error], "cold_compile_s": {
+               "max": cold[-1], "median": cold[len(cold) // 2], "mean": sum(cold) / len(cold),
+               "per_spec": {r.spec: round(r.seconds, 4) for r in rows}},
+           "warm": runs, "date": time.strftime("%Y-%m-%d %H:%M:%S")}
+    print(json.dumps({k: v for k, v in res.items() if k != "cold_compile_s"} |
+                     {"cold_max": cold[-1], "cold_median": cold[len(cold) // 2]}, indent=1))
+    with open(args.out, "w") as f:
+        json.dump(res, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

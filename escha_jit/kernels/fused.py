@@ -1,0 +1,107 @@
+"""The fused coded linear for small and medium M (templates/fused.hip.j2, include/escha/fused.h):
+specs, tile configurations, the shared-memory formula and the launch heuristic (torch-free).
+
+Compile-time tile configuration (:class:`FusedConfig`): waves per block, m16 tiles, tile rows per
+pipeline stage, stages. Run-time launch parameters (:class:`FusedLaunch`): the split count S
+(grid.y) and the chunk of input features staged in shared memory at a time (kc).
+The shared-memory layout has ONE formula, :func:`smem_layout`; its compile-time part (the trellis
+stage bytes) is rendered into the kernel, which static_asserts it, and the host uses the whole to
+size the launch and to filter tuning candidates.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from ..spec import KernelSpec
+from ..trellis import tile_words
+from . import DTYPE_CODES
+
+COLS = 128
+ARGS = ("ptr", "i64", "ptr", "i64", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr",
+        "i32", "i32", "i32", "i32", "i32", "i32", "i32", "ptr", "ptr", "i32", "i32", "i32")
+MAX_M = 256
+
+
+@dataclasses.dataclass(frozen=True)
+class FusedConfig:
+    warps: int = 8            # waves per block (divides 8: each owns 8/warps tile columns)
+    m_tiles: int = 1          # m16 tiles: M <= 16 * m_tiles
+    rows_per_stage: int = 4   # tile rows (16 input features each) per pipeline stage
+    stages: int = 3
+    min_blocks: int = 2       # __launch_bounds__ blocks per SM: caps registers at 65536 / (threads * this)
+
+    def tile(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class FusedLaunch:
+    splits: int               # S: blocks along the input features
+    kc: int                   # input features staged in shared memory at a time
+
+
+@dataclasses.dataclass(frozen=True)
+class SmemLayout:
+    off_tr: int
+    off_red: int
+    off_exp: int
+    total: int
+    tr_bytes: int
+
+
+def _align(n: int, a: int = 16) -> int:
+    return -(-n // a) * a
+
+
+def smem_layout(cfg: FusedConfig, K: float, kc: int) -> SmemLayout:
+    """Bytes of dynamic shared memory: A operand [16*m_tiles][kc + 8] fp16, trellis stages
+    [stages][rows_per_stage][8 tiles][W32] u32, one m tile of partial sums [16][132] fp32,
+    exponents [2 * 16*m_tiles + 1] int32."""
+    mp = 16 * cfg.m_tiles
+    w32 = tile_words(K) // 2
+    xs = _align(mp * (kc + 8) * 2)
+    tr = cfg.stages * cfg.rows_per_stage * 8 * w32 * 4
+    red = 16 * (COLS + 4) * 4
+    ex = _align((2 * mp + 1) * 4)
+    return SmemLayout(xs, xs + tr, xs + tr + red, xs + tr + red + ex, tr)
+
+
+def spec_for(arch: str, K: float, codebook: str, in_dtype: str, out_dtype: str, cfg: FusedConfig) -> KernelSpec:
+    return KernelSpec.make("fused", arch, K=K, codebook=codebook, in_dtype=in_dtype, out_dtype=out_dtype,
+                           tile=cfg.tile())
+
+
+def render_extra(spec: KernelSpec) -> dict:
+    cfg = FusedConfig(**spec.params)
+    return {"in_code": DTYPE_CODES[spec.in_dtype], "out_code": DTYPE_CODES[spec.out_dtype],
+            "tr_bytes": smem_layout(cfg, spec.K, 128).tr_bytes}
+
+
+def default_config(M: int) -> FusedConfig:
+    mt = 1
+    while 16 * mt < M:
+        mt *= 2
+    # 16 m tiles keep 128 fp32 accumulators per lane: give them the whole register file
+    return FusedConfig(warps=8, m_tiles=mt, rows_per_stage=4, stages=3, min_blocks=1 if mt >= 16 else 2)
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def default_launch(cfg: FusedConfig, K: float, IC: int, OC: int, sms: int, smem_cap: int = 200 * 1024) -> FusedLaunch:
+    """Heuristic: enough blocks to fill the GPU about twice, chunks as large as shared memory
+    allows up to 1024 features (fewer prologue passes)."""
+    groups = OC // COLS
+    blocks128 = IC // 128
+    splits = blocks128
+    for d in _divisors(blocks128):
+        if groups * d >= 2 * sms:
+            splits = d
+            break
+    kr = IC // splits
+    kc = 128
+    for c in range(128, min(kr, 1024) + 1, 128):
+        if kr % c == 0 and c % (16 * cfg.rows_per_stage) == 0 and smem_layout(cfg, K, c).total <= smem_cap:
+            kc = c
+    return FusedLaunch(splits, kc)

@@ -1,0 +1,43 @@
+"""Every shipped kernel specialization, per target arch (torch-free: used by offline compiles).
+
+``shipped_specs(arch, full=True)`` is what CI compiles for sm_90 and gfx1201 and what
+``escha-jit compile --all`` builds; ``full=False`` is a representative subset (every op and
+codebook at one rate and dtype) for a quick check.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from ..spec import KernelSpec, vendor_of
+from ..trellis import all_rate_codebooks
+from . import fused, hadamard, reconstruct
+
+DTYPES = ("f16", "bf16", "f32")
+FUSED_DTYPES = ("f16", "bf16")
+FUSED_M_TILES = (1, 2, 4, 8, 16)
+
+
+def _fused_supported(arch: str) -> bool:
+    return vendor_of(arch) == "nvidia"          # the gfx12 WMMA variant: issue 5
+
+
+def shipped_specs(arch: str, full: bool = True) -> Iterator[tuple[KernelSpec, dict[str, Any]]]:
+    """(spec, render extras) for every shipped specialization of ``arch``."""
+    pairs = all_rate_codebooks()
+    for K, cb in pairs:
+        if full or K == 4.0:
+            yield reconstruct.spec_for(arch, K, cb), reconstruct.render_extra(None)
+    for i in DTYPES:
+        for o in DTYPES:
+            if full or i == o:
+                s = hadamard.spec_for(arch, i, o)
+                yield s, hadamard.render_extra(s)
+    if not _fused_supported(arch):
+        return
+    for K, cb in pairs:
+        for dt in FUSED_DTYPES:
+            for mt in FUSED_M_TILES:
+                if not full and (K != 4.0 or dt != "f16" or mt != 1):
+                    continue
+                s = fused.spec_for(arch, K, cb, dt, dt, fused.default_config(16 * mt))
+                yield s, fused.render_extra(s)

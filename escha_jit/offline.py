@@ -1,0 +1,113 @@
+"""Offline compilation of shipped specializations for a named arch, no GPU needed (torch-free).
+
+Used by ``escha-jit compile`` and by CI: every spec is rendered and compiled (in parallel
+processes), and each code object is checked: no spills, and for AMD the ELF really targets the
+arch with wave32. Results come back as rows for a table or JSON.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import dataclasses
+import logging
+import os
+import time
+from typing import Any, Iterable, Optional
+
+from .cache import KernelCache
+from .errors import EschaError
+from .jit import compile_spec, toolchain_for
+from .kernels.registry import shipped_specs
+from .spec import KernelSpec
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class CompileRow:
+    spec: str
+    seconds: float
+    cached: bool
+    registers: Optional[int] = None
+    spill_bytes: Optional[int] = None
+    shared_bytes: Optional[int] = None
+    sgprs: Optional[int] = None
+    wavefront: Optional[int] = None
+    problems: tuple = ()
+    error: Optional[str] = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and not self.problems
+
+
+def check_code_object(spec: KernelSpec, binary: bytes, resources: dict) -> list[str]:
+    """What is wrong with a code object (empty list when nothing)."""
+    problems = []
+    res = resources.get(spec.kernel_name(), {})
+    if not res:
+        problems.append("the compiler reported no resources for the kernel")
+    if res.get("spill_bytes"):
+        problems.append(f"spills {res['spill_bytes']} bytes")
+    if res.get("stack_bytes"):
+        problems.append(f"uses {res['stack_bytes']} bytes of stack / scratch")
+    if spec.vendor == "amd":
+        from .toolchain.amd_elf import parse_elf_header
+        info = parse_elf_header(binary)
+        if info.get("e_machine") != 224:
+            problems.append(f"ELF machine {info.get('e_machine')} is not EM_AMDGPU (224)")
+        if info.get("target") != spec.arch:
+            problems.append(f"ELF targets {info.get('target')}, not {spec.arch}")
+        if res.get("wavefront") not in (None, 32):
+            problems.append(f"wavefront {res.get('wavefront')}, expected 32")
+    elif not binary.startswith(b"\x7fELF"):
+        problems.append("not an ELF cubin")
+    return problems
+
+
+def _compile_one(args: tuple) -> CompileRow:
+    spec, extra, cache_dir, toolchain = args
+    t0 = time.perf_counter()
+    try:
+        entry = compile_spec(spec, extra, cache=KernelCache(cache_dir), toolchain=toolchain)
+    except EschaError as e:
+        return CompileRow(str(spec), time.perf_counter() - t0, False, error=str(e))
+    res = entry.code.resources.get(spec.kernel_name(), {})
+    return CompileRow(str(spec), entry.code.compile_seconds if entry.compiled else time.perf_counter() - t0,
+                      not entry.compiled, res.get("registers"), res.get("spill_bytes"), res.get("shared_bytes"),
+                      res.get("sgprs"), res.get("wavefront"), tuple(check_code_object(spec, entry.code.binary,
+                                                                                      entry.code.resources)))
+
+
+def compile_all(arch: str, full: bool = True, cache_dir: Optional[str] = None, jobs: Optional[int] = None,
+                toolchain: Optional[str] = None, specs: Optional[Iterable[tuple[KernelSpec, dict[str, Any]]]] = None,
+                progress=None) -> list[CompileRow]:
+    """Compile every shipped spec of ``arch`` (or ``specs``) into ``cache_dir``; rows in spec order."""
+    tc = toolchain_for(arch, toolchain)
+    tc.fingerprint()                                   # fail early, and once, if it cannot run
+    work = [(s, e, cache_dir, tc.name) for s, e in (specs if specs is not None else shipped_specs(arch, full))]
+    jobs = jobs or os.cpu_count() or 1
+    rows: list[Optional[CompileRow]] = [None] * len(work)
+    if jobs == 1:
+        for i, w in enumerate(work):
+            rows[i] = _compile_one(w)
+            if progress:
+                progress(rows[i])
+    else:
+        with cf.ProcessPoolExecutor(jobs) as pool:
+            futs = {pool.submit(_compile_one, w): i for i, w in enumerate(work)}
+            for f in cf.as_completed(futs):
+                rows[futs[f]] = f.result()
+                if progress:
+                    progress(rows[futs[f]])
+    return [r for r in rows if r is not None]
+
+
+def format_table(rows: list[CompileRow]) -> str:
+    lines = [f"{'specialization':<72} {'s':>6} {'regs':>5} {'spill':>5} {'smem':>6} {'status'}"]
+    for r in rows:
+        status = "ok" + (" (cached)" if r.cached else "") if r.ok else \
+            ("ERROR " + r.error.splitlines()[0] if r.error else "; ".join(r.problems))
+        lines.append(f"{r.spec:<72} {r.seconds:>6.2f} {r.registers if r.registers is not None else '-':>5} "
+                     f"{r.spill_bytes if r.spill_bytes is not None else '-':>5} "
+                     f"{r.shared_bytes if r.shared_bytes is not None else '-':>6} {status}")
+    return "\n".join(lines)

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# One batched run on the GPU machine (the device tool): GPU tests, JIT timings, benchmark.
+# Results land in $OUT (or ./.out when run by hand). Usage: scripts/device_run.sh [tests|bench|jit|all]...
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-.out}; mkdir -p "$OUT"
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 ESCHA_JIT_CACHE_DIR=${ESCHA_JIT_CACHE_DIR:-/tmp/escha-cache}
+what=${*:-all}
+python3 -c 'import torch, cuda.bindings, jinja2; print("torch", torch.__version__, torch.cuda.get_device_name())'
+python3 -m escha_jit.cli info | tee "$OUT/info.txt"
+python3 -m escha_jit.cli compile --arch sm_90 --all -j 16 --json "$OUT/compile_sm90.json" > "$OUT/compile_sm90.txt" 2>&1
+tail -1 "$OUT/compile_sm90.txt"
+rc=0
+for w in $what; do
+  case "$w" in
+    tests|all) timeout 420 python3 -m pytest -q -rf tests/test_gpu_kernels.py 2>&1 | tee "$OUT/pytest_gpu.log" | tail -25 || rc=1 ;;&
+    jit|all) timeout 300 python3 benchmarks/jit_times.py --out "$OUT/jit_times.json" 2>&1 | tail -20 || rc=1 ;;&
+    bench|all) timeout 540 python3 benchmarks/bench_linear.py --out "$OUT/bench_linear.json" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.log" | tail -70 || rc=1 ;;
+  esac
+done
+exit $rc

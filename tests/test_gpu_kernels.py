@@ -1,0 +1,247 @@
+"""GPU kernels against the reference (skipped where torch sees no GPU; run on the H200 by
+scripts/device_run.sh before a kernel issue is resolved)."""
+import json
+
+import pytest
+import torch
+
+from escha_jit import reference as R
+from escha_jit.nn import EschaLinear
+from escha_jit.ops import fused as F
+from escha_jit.ops.common import NotWarmedUp
+from escha_jit.ops.hadamard import hadamard128
+from escha_jit.ops.linear import linear, linear_unfused
+from escha_jit.ops.reconstruct import reconstruct
+from escha_jit.synth import random_layer
+from escha_jit.trellis import all_rate_codebooks, rate_name, tile_words
+from conftest import golden, gpu, parse_case, rel_rms
+
+pytestmark = gpu
+DEV = "cuda"
+PAIRS = all_rate_codebooks()
+PAIR_IDS = [f"K{rate_name(k)}_{cb}" for k, cb in PAIRS]
+
+
+def _poison(t: torch.Tensor) -> torch.Tensor:
+    return t.fill_(float("nan")) if t.is_floating_point() else t
+
+
+def _layer(IC, OC, K, cb, seed, bias=False, escha=True):
+    return random_layer(IC, OC, K, cb, seed=seed, bias=bias, escha_scales=escha).to(DEV)
+
+
+# ---------------------------------------------------------------- reconstruct
+
+@pytest.mark.parametrize("K,cb", PAIRS, ids=PAIR_IDS)
+def test_reconstruct_golden_bit_exact(K, cb):
+    g, _ = golden("golden_recon_small.safetensors")
+    case = f"K{rate_name(K)}_{cb}"
+    out = reconstruct(g[f"{case}.trellis"].to(DEV), K, cb)
+    assert torch.equal(out.cpu().view(torch.int16), g[f"{case}.dense"].view(torch.int16))
+
+
+@pytest.mark.parametrize("K,cb", PAIRS, ids=PAIR_IDS)
+@pytest.mark.parametrize("shape", [(128, 384), (512, 256), (1024, 2048)])
+def test_reconstruct_matches_reference(K, cb, shape):
+    IC, OC = shape
+    code = torch.randint(-32768, 32768, (IC // 16, OC // 16, tile_words(K)), dtype=torch.int16)
+    out = _poison(torch.empty(IC, OC, dtype=torch.float16, device=DEV))
+    reconstruct(code.to(DEV), K, cb, out=out)
+    assert torch.equal(out.cpu().view(torch.int16), R.reconstruct(code, K, cb).view(torch.int16))
+
+
+def test_reconstruct_into_strided_buffer():
+    code = torch.randint(-32768, 32768, (16, 8, 32), dtype=torch.int16)
+    big = torch.zeros(256, 256, dtype=torch.float16, device=DEV)
+    reconstruct(code.to(DEV), 2, "mcg", out=big[:, 64:192])
+    assert torch.equal(big[:, 64:192].cpu(), R.reconstruct(code, 2, "mcg"))
+    assert not big[:, :64].any() and not big[:, 192:].any()
+
+
+def test_reconstruct_bad_input():
+    with pytest.raises(TypeError, match="code must be int16"):
+        reconstruct(torch.zeros(8, 8, 32, dtype=torch.int32, device=DEV), 2, "mcg")
+    with pytest.raises(ValueError, match="code has shape"):
+        reconstruct(torch.zeros(8, 8, 48, dtype=torch.int16, device=DEV), 2, "mcg")
+    with pytest.raises(ValueError, match="contiguous"):
+        reconstruct(torch.zeros(8, 8, 64, dtype=torch.int16, device=DEV)[:, :, ::2], 2, "mcg")
+
+
+# ---------------------------------------------------------------- Hadamard
+
+def _ulps(a, b):
+    def mono(t):
+        i = t.view(torch.int16).to(torch.int32)
+        return torch.where(i < 0, -(i & 0x7FFF), i)
+    return int((mono(a) - mono(b)).abs().max())
+
+
+@pytest.mark.parametrize("variant", ["h_none", "h_pre", "h_post", "h_none_s2"])
+def test_hadamard_golden_fp16(variant):
+    g, _ = golden("golden_had.safetensors")
+    x, s = g["had.x16"].to(DEV), g["had.scale"].to(DEV)
+    y = hadamard128(x, r_pre=s if variant == "h_pre" else None, r_post=s if variant == "h_post" else None,
+                    out_scale=2.0 if variant == "h_none_s2" else 1.0)
+    assert _ulps(y.cpu(), g[f"had.{variant}"]) <= 1
+
+
+@pytest.mark.parametrize("variant", ["f_pre", "f_post"])
+def test_hadamard_golden_fp32(variant):
+    g, _ = golden("golden_had.safetensors")
+    x, s = g["had.x32"].to(DEV), g["had.scale"].to(DEV)
+    y = hadamard128(x, r_pre=s if variant == "f_pre" else None, r_post=s if variant == "f_post" else None)
+    assert rel_rms(y, g[f"had.{variant}"]) < 1e-6
+
+
+@pytest.mark.parametrize("din", [torch.float16, torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("dout", [torch.float16, torch.bfloat16, torch.float32])
+def test_hadamard_dtypes_and_scales(din, dout):
+    x = torch.randn(7, 384, device=DEV).to(din)
+    r = (torch.rand(384, device=DEV) + 0.5).half()
+    s = torch.rand(384, device=DEV) + 0.5
+    y = hadamard128(x, r_pre=r, s_pre=s, r_post=r, s_post=s, out_dtype=dout)
+    ref = R.hadamard128((x.double() * s.double() * r.double()), out_dtype=torch.float64) * r.double() * s.double()
+    tol = {torch.float16: 1e-3, torch.bfloat16: 8e-3, torch.float32: 1e-6}[dout]
+    assert y.dtype == dout and rel_rms(y, ref) < tol
+
+
+# ---------------------------------------------------------------- linear paths
+
+def _check_linear(fn, K, cb, M, dtype, IC=512, OC=384, seed=0, bias=False, escha=True, tol=1e-3):
+    w = _layer(IC, OC, K, cb, seed, bias=bias, escha=escha)
+    x = torch.randn(M, w.logical_in, device=DEV).to(dtype)
+    y = fn(x, w)
+    assert y.shape == (M, w.logical_out) and y.dtype == dtype
+    wc = w.to("cpu")
+    ref = x.double().cpu() @ R.dense_weight(wc)[: w.logical_in, : w.logical_out]
+    if w.bias is not None:
+        ref += w.bias.double().cpu()
+    err = rel_rms(y, ref)
+    assert err < tol, (K, cb, M, dtype, err)
+    return err
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("M", [1, 7, 300])
+def test_linear_unfused(dtype, M):
+    _check_linear(linear_unfused, 3.0, "mcg", M, dtype)
+
+
+@pytest.mark.parametrize("K,cb", PAIRS, ids=PAIR_IDS)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_fused_every_rate_codebook(K, cb, dtype):
+    for M in (1, 5, 16):
+        _check_linear(fused_default, K, cb, M, dtype, seed=M)
+
+
+def fused_default(x, w):
+    return F.fused_linear(x, w)
+
+
+@pytest.mark.parametrize("M", list(range(1, 18)) + [64, 255, 256])
+@pytest.mark.parametrize("K,cb", [(2.0, "mcg"), (3.5, "mul1"), (4.0, "3inst")])
+def test_fused_every_m(K, cb, M):
+    _check_linear(fused_default, K, cb, M, torch.float16, seed=M)
+
+
+@pytest.mark.parametrize("shape", [(4096, 1024), (1024, 4096), (14336, 512)])
+def test_fused_split_k_shapes(shape):
+    for M in (1, 16):
+        _check_linear(fused_default, 2.0, "mcg", M, torch.float16, IC=shape[0], OC=shape[1], seed=M)
+
+
+def test_fused_padded_dims_and_bias():
+    _check_linear(fused_default, 3.0, "mul1", 3, torch.float16, IC=200, OC=300, bias=True, escha=False)
+
+
+def test_fused_large_activations_bf16_no_overflow():
+    w = _layer(512, 256, 2.0, "mcg", 3)
+    x = (torch.randn(4, 512, device=DEV) * 3e5).to(torch.bfloat16)     # beyond fp16's range
+    y = F.fused_linear(x, w)
+    ref = x.double().cpu() @ R.dense_weight(w.to("cpu"))
+    assert torch.isfinite(y.float()).all() and rel_rms(y, ref) < 8e-3
+
+
+def test_fused_writes_into_column_slice():
+    w = _layer(512, 256, 2.0, "mcg", 4)
+    x = torch.randn(5, 512, device=DEV).half()
+    big = torch.full((5, 1024), 7.0, dtype=torch.float16, device=DEV)
+    F.fused_linear(x, w, out=big[:, 256:512])
+    assert torch.equal(big[:, 256:512], F.fused_linear(x, w))
+    assert (big[:, :256] == 7).all() and (big[:, 512:] == 7).all()
+
+
+@pytest.mark.parametrize("cfg,launch", [
+    (F.FusedConfig(warps=4, m_tiles=1, rows_per_stage=2, stages=2), F.FusedLaunch(4, 256)),
+    (F.FusedConfig(warps=8, m_tiles=2, rows_per_stage=8, stages=4), F.FusedLaunch(1, 1024)),
+    (F.FusedConfig(warps=2, m_tiles=1, rows_per_stage=4, stages=3), F.FusedLaunch(8, 128)),
+])
+def test_fused_tile_configs(cfg, launch):
+    w = _layer(1024, 512, 3.0, "mcg", 5)
+    x = torch.randn(9 if cfg.m_tiles > 1 else 3, 1024, device=DEV).half()
+    y = F.fused_linear(x, w, cfg=cfg, launch=launch)
+    ref = x.double().cpu() @ R.dense_weight(w.to("cpu"))
+    assert rel_rms(y, ref) < 1e-3
+
+
+def test_fused_deterministic_and_graph_replay():
+    w = _layer(4096, 512, 2.0, "mcg", 6)
+    x = torch.randn(4, 4096, device=DEV).half()
+    y0 = F.fused_linear(x, w)                           # warm-up: compile, scratch
+    out = torch.empty_like(y0)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        F.fused_linear(x, w, out=out)
+    for _ in range(3):
+        out.fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(out, y0)                     # split-K counters reset themselves
+
+
+def test_new_kernel_inside_capture_is_refused():
+    w = _layer(256, 256, 5.0, "3inst", 7)
+    x = torch.randn(2, 256, device=DEV).half()
+    g = torch.cuda.CUDAGraph()
+    with pytest.raises(NotWarmedUp, match="capture"):
+        with torch.cuda.graph(g):
+            F.fused_linear(x, w, cfg=F.FusedConfig(warps=8, m_tiles=1, rows_per_stage=2, stages=2),
+                           launch=F.FusedLaunch(1, 256))
+
+
+def test_fused_bad_input():
+    w = _layer(256, 256, 2.0, "mcg", 8)
+    with pytest.raises(ValueError, match="x has shape"):
+        F.fused_linear(torch.zeros(2, 128, device=DEV).half(), w)
+    with pytest.raises(TypeError, match="x must be"):
+        F.fused_linear(torch.zeros(2, 256, device=DEV, dtype=torch.int32), w)
+    with pytest.raises(ValueError, match="on cpu"):
+        F.fused_linear(torch.zeros(2, 256).half(), w)
+    with pytest.raises(ValueError, match="M <= 256"):
+        F.fused_linear(torch.zeros(300, 256, device=DEV).half(), w)
+
+
+def test_golden_gemm_cases_in_band():
+    from conftest import golden_trellis
+    g, meta = golden("golden_gemm_n4096_part0.safetensors")
+    for case in sorted({k.split(".")[0] for k in g}):
+        K, cb = parse_case(case)
+        code = golden_trellis(int(meta[f"{case}.seed"]), 4096, 4096, K)
+        w = R.LinearWeights(code, K, cb, g[f"{case}.suh"], g[f"{case}.svh"], bias=g.get(f"{case}.bias")).to(DEV)
+        for M in (1, 8, 64, 1024):
+            x = g[f"{case}.M{M}.x"].to(DEV)
+            y = linear(x, w)
+            ref = R.forward(x.cpu(), w.to("cpu"), compute_dtype=torch.float64, out_dtype=torch.float64)
+            assert rel_rms(y, ref) < 1e-3, (case, M)
+            assert rel_rms(y, g[f"{case}.M{M}.y_kernel"]) < (2e-2 if "int8" in meta.get(f"{case}.M{M}.path_kernel", "") else 2e-3)
+
+
+def test_escha_linear_on_gpu():
+    w = random_layer(512, 384, 4.0, "mul1", seed=11, bias=True, escha_scales=False)
+    lin = EschaLinear(w).to(DEV)
+    for M in (1, 33, 400):
+        x = torch.randn(2, M, 512, device=DEV).half()
+        y = lin(x)
+        assert lin.resolved_backend(x) == "jit" and y.shape == (2, M, 384)
+        ref = x.double().cpu() @ R.dense_weight(w) + w.bias.double()
+        assert rel_rms(y, ref) < 1e-3
