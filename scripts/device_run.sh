@@ -15,6 +15,7 @@ for w in $what; do
   case "$w" in
     tests|all) timeout 420 python3 -m pytest -q -rf tests/test_gpu_kernels.py 2>&1 | tee "$OUT/pytest_gpu.log" | tail -25 || rc=1 ;;&
     jit|all) timeout 300 python3 benchmarks/jit_times.py --out "$OUT/jit_times.json" 2>&1 | tail -20 || rc=1 ;;&
+    sweep) timeout 500 python3 benchmarks/sweep_fused.py --out "$OUT/sweep.json" ${SWEEP_ARGS:-} 2>&1 | tee "$OUT/sweep.log" | tail -60 || rc=1 ;;
     bench|all) timeout 540 python3 benchmarks/bench_linear.py --out "$OUT/bench_linear.json" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.log" | tail -70 || rc=1 ;;
   esac
 done

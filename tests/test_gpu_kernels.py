@@ -107,17 +107,23 @@ def test_hadamard_dtypes_and_scales(din, dout):
 
 # ---------------------------------------------------------------- linear paths
 
-def _check_linear(fn, K, cb, M, dtype, IC=512, OC=384, seed=0, bias=False, escha=True, tol=1e-3):
+# Relative RMS bounds against the float64 product. The compute paths must stay within 1e-3
+# (PERF.md target 3); a bf16 OUTPUT alone costs ~1.6e-3 (its rounding), so bf16 -> bf16 is held
+# to 2.5e-3 and the same path with an fp32 output to 1e-3.
+TOL = {torch.float16: 1e-3, torch.bfloat16: 2.5e-3, torch.float32: 1e-3}
+
+
+def _check_linear(fn, K, cb, M, dtype, IC=512, OC=384, seed=0, bias=False, escha=True, out_dtype=None):
     w = _layer(IC, OC, K, cb, seed, bias=bias, escha=escha)
     x = torch.randn(M, w.logical_in, device=DEV).to(dtype)
-    y = fn(x, w)
-    assert y.shape == (M, w.logical_out) and y.dtype == dtype
+    y = fn(x, w) if out_dtype is None else fn(x, w, out_dtype)
+    assert y.shape == (M, w.logical_out) and y.dtype == (out_dtype or dtype)
     wc = w.to("cpu")
     ref = x.double().cpu() @ R.dense_weight(wc)[: w.logical_in, : w.logical_out]
     if w.bias is not None:
-        ref += w.bias.double().cpu()
+        ref += w.bias.double().cpu()[: w.logical_out]
     err = rel_rms(y, ref)
-    assert err < tol, (K, cb, M, dtype, err)
+    assert err < TOL[y.dtype], (K, cb, M, dtype, y.dtype, err)
     return err
 
 
@@ -132,10 +138,12 @@ def test_linear_unfused(dtype, M):
 def test_fused_every_rate_codebook(K, cb, dtype):
     for M in (1, 5, 16):
         _check_linear(fused_default, K, cb, M, dtype, seed=M)
+        if dtype == torch.bfloat16:
+            _check_linear(fused_default, K, cb, M, dtype, seed=M, out_dtype=torch.float32)
 
 
-def fused_default(x, w):
-    return F.fused_linear(x, w)
+def fused_default(x, w, out_dtype=None):
+    return F.fused_linear(x, w, out_dtype=out_dtype)
 
 
 @pytest.mark.parametrize("M", list(range(1, 18)) + [64, 255, 256])
@@ -159,7 +167,7 @@ def test_fused_large_activations_bf16_no_overflow():
     x = (torch.randn(4, 512, device=DEV) * 3e5).to(torch.bfloat16)     # beyond fp16's range
     y = F.fused_linear(x, w)
     ref = x.double().cpu() @ R.dense_weight(w.to("cpu"))
-    assert torch.isfinite(y.float()).all() and rel_rms(y, ref) < 8e-3
+    assert torch.isfinite(y.float()).all() and rel_rms(y, ref) < TOL[torch.bfloat16]
 
 
 def test_fused_writes_into_column_slice():
@@ -215,7 +223,7 @@ def test_fused_bad_input():
         F.fused_linear(torch.zeros(2, 128, device=DEV).half(), w)
     with pytest.raises(TypeError, match="x must be"):
         F.fused_linear(torch.zeros(2, 256, device=DEV, dtype=torch.int32), w)
-    with pytest.raises(ValueError, match="on cpu"):
+    with pytest.raises(ValueError, match="x is on cpu"):
         F.fused_linear(torch.zeros(2, 256).half(), w)
     with pytest.raises(ValueError, match="M <= 256"):
         F.fused_linear(torch.zeros(300, 256, device=DEV).half(), w)

@@ -54,13 +54,13 @@ def _align(n: int, a: int = 16) -> int:
 
 
 def smem_layout(cfg: FusedConfig, K: float, kc: int) -> SmemLayout:
-    """Bytes of dynamic shared memory: A operand [16*m_tiles][kc + 8] fp16, trellis stages
-    [stages][rows_per_stage][8 tiles][W32] u32, one m tile of partial sums [16][132] fp32,
+    """Bytes of dynamic shared memory: A operand [16*m_tiles][kc + 8] fp16, one trellis ring per
+    wave [stages][rows_per_stage][8/warps tiles][W32] u32 (all waves: stages*rows*8*W32 words), one m tile of partial sums [16][132] fp32,
     exponents [2 * 16*m_tiles + 1] int32."""
     mp = 16 * cfg.m_tiles
     w32 = tile_words(K) // 2
     xs = _align(mp * (kc + 8) * 2)
-    tr = cfg.stages * cfg.rows_per_stage * 8 * w32 * 4
+    tr = cfg.stages * cfg.rows_per_stage * 8 * w32 * 4     # warps x private rings of (8/warps) tile columns
     red = 16 * (COLS + 4) * 4
     ex = _align((2 * mp + 1) * 4)
     return SmemLayout(xs, xs + tr, xs + tr + red, xs + tr + red + ex, tr)

@@ -65,7 +65,9 @@ def fused_linear(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] 
     check_rate_codebook(w.K, w.codebook)
     if x.dim() != 2:
         raise ValueError(f"x must be 2-D [M, in_features], got shape {list(x.shape)}")
-    dev = x.device
+    dev = w.code.device
+    if dev.type != "cuda":
+        raise ValueError(f"fused_linear needs the layer on a CUDA/ROCm device; its code is on {dev}")
     check_tensor("x", x, dtypes=tuple(DTYPE_NAMES), device=dev, shape=(None, w.logical_in), contiguous=False)
     if x.stride(1) != 1:
         raise ValueError(f"x must have unit stride in its last dim, got strides {x.stride()}")

@@ -5,9 +5,10 @@
 //
 // Grid: x = OC/128 column groups, y = S splits of the input features. A block of WARPS waves
 // owns 128 output columns (8 tiles) and IC/S input features, which it walks in chunks of `kc`:
-// load + scale + Hadamard the chunk of x into shared memory, then stream the chunk's trellis
-// tiles through a multi-stage async-copy pipeline; each wave decodes its tiles straight into
-// matrix-unit B fragments and accumulates MT m16 tiles of output in fp32.
+// load + scale + Hadamard the chunk of x into shared memory (the A operand), while every wave
+// streams ITS OWN tile columns through a private multi-stage async-copy ring (no block barriers
+// in the main loop), decodes each tile straight into matrix-unit B fragments and accumulates
+// MT m16 tiles of output in fp32.
 // Split K without grid-wide barriers: with S > 1 every block writes its fp32 partial to a
 // workspace and bumps a per-column-group counter; the last block to arrive sums the S partials
 // in a fixed order (deterministic), applies the output Hadamard and scales, and resets the
@@ -42,9 +43,11 @@ struct FusedLinear {
     static constexpr int TPW = TILES_N / WARPS;         // tile columns per wave
     static constexpr int W32 = Rate<K2>::W32;
     static constexpr int MP = 16 * MT;                  // padded rows
-    static constexpr int STAGE_WORDS = RB * TILES_N * W32;
+    static constexpr int SLOT_WORDS = RB * TPW * W32;            // one pipeline stage of one wave
+    static constexpr int RING_WORDS = STAGES * SLOT_WORDS;        // one wave's ring
     static_assert(TILES_N % WARPS == 0, "WARPS must divide 8");
-    static_assert(TR_BYTES == STAGES * STAGE_WORDS * 4, "host and kernel disagree on the trellis stage size");
+    static_assert(SLOT_WORDS % 4 == 0, "stages are copied in 16-byte pieces");
+    static_assert(TR_BYTES == WARPS * RING_WORDS * 4, "host and kernel disagree on the trellis ring size");
     static constexpr int RED_LD = COLS + 4;
 
     struct Args {
@@ -74,9 +77,10 @@ struct FusedLinear {
         const int tiles_n = p.OC / 16;
         const mu::Decoder<K2> dec(lane);
         constexpr int NW = mu::Decoder<K2>::NW;
-        const u32* lane_words[NW];                 // this lane's words of stage 0, tile (0, wave)
+        u32* ring = tr + wave * RING_WORDS;                  // this wave's private trellis ring
+        const u32* lane_words[NW];                           // this lane's words of slot 0, tile 0
         #pragma unroll
-        for (int q = 0; q < NW; ++q) lane_words[q] = tr + wave * TPW * W32 + dec.word(q);
+        for (int q = 0; q < NW; ++q) lane_words[q] = ring + dec.word(q);
         u32 cb_mask = 0x8FFF8FFFu;
         float acc[MT][TPW][mu::ACC];
         #pragma unroll
@@ -87,7 +91,32 @@ struct FusedLinear {
                 for (int i = 0; i < mu::ACC; ++i) acc[a][b][i] = 0.f;
         for (int t = threadIdx.x; t < MP; t += blockDim.x) row_exp[t] = 0;
 
+        // The wave's tile rows form one sequence over the whole split (all chunks): step s covers
+        // rows row0 + s*RB .. +RB-1 of tile columns g*8 + wave*TPW .. +TPW-1.
         const int k_begin = split * p.k_split;
+        const int row0 = k_begin / 16;
+        const int steps_total = p.k_split / (16 * RB);
+        const u32* src0 = reinterpret_cast<const u32*>(p.code) +
+                          ((long long)row0 * tiles_n + g * TILES_N + wave * TPW) * W32;
+        auto load_step = [&](int step) {                     // RB rows x TPW tiles, 16 B per lane op
+            u32* dst = ring + (step % STAGES) * SLOT_WORDS;
+            const u32* src = src0 + (long long)step * RB * tiles_n * W32;
+            #pragma unroll
+            for (int c0 = 0; c0 < SLOT_WORDS / 4; c0 += ESCHA_WAVE) {
+                const int c = c0 + lane;
+                if (SLOT_WORDS / 4 % ESCHA_WAVE == 0 || c < SLOT_WORDS / 4) {
+                    const int r = c / (TPW * W32 / 4), o = c % (TPW * W32 / 4);
+                    async_copy16(dst + r * TPW * W32 + 4 * o, src + (long long)r * tiles_n * W32 + 4 * o);
+                }
+            }
+        };
+        #pragma unroll
+        for (int s = 0; s < STAGES - 1; ++s) {               // start streaming before the prologue
+            if (s < steps_total) load_step(s);
+            async_commit();
+        }
+
+        int step = 0;
         for (int k0 = k_begin; k0 < k_begin + p.k_split; k0 += p.kc) {
             // ---- prologue: x chunk -> scaled, Hadamard-rotated fp16 A operand in shared memory
             __syncthreads();
@@ -144,53 +173,38 @@ struct FusedLinear {
             for (int t = threadIdx.x; t < MP; t += blockDim.x)
                 row_exp[t] = row_exp[t] > chunk_exp[t] ? row_exp[t] : chunk_exp[t];
 
-            // ---- main loop: stream this chunk's tiles, decode into B fragments, multiply
-            const int row0 = k0 / 16;
-            const int steps = p.kc / (16 * RB);
-            auto load_stage = [&](int step, int buf) {
-                u32* dst = tr + buf * STAGE_WORDS;
-                constexpr int CHUNKS = STAGE_WORDS / 4;                // 16-byte pieces
-                for (int c = threadIdx.x; c < CHUNKS; c += blockDim.x) {
-                    const int r = c / (TILES_N * W32 / 4), o = c % (TILES_N * W32 / 4);
-                    const u32* src = reinterpret_cast<const u32*>(p.code) +
-                                     ((long long)(row0 + step * RB + r) * tiles_n + g * TILES_N) * W32 + 4 * o;
-                    async_copy16(dst + r * TILES_N * W32 + 4 * o, src);
-                }
-            };
-            #pragma unroll
-            for (int s = 0; s < STAGES - 1; ++s) {
-                if (s < steps) load_stage(s, s);
-                async_commit();
-            }
-            for (int step = 0; step < steps; ++step) {
+            // ---- main loop over this chunk: wave-private pipeline, decode all, then multiply
+            const int chunk_steps = p.kc / (16 * RB);
+            for (int cs = 0; cs < chunk_steps; ++cs, ++step) {
                 async_wait<STAGES - 2>();
-                __syncthreads();
-                const int nxt = step + STAGES - 1;
-                if (nxt < steps) load_stage(nxt, nxt % STAGES);
+                wave_sync();
+                if (step + STAGES - 1 < steps_total) load_step(step + STAGES - 1);
                 async_commit();
-                const int stage_off = (step % STAGES) * STAGE_WORDS;
+                const int slot = (step % STAGES) * SLOT_WORDS;
                 cb_mask = lcg_mask_refresh(cb_mask);
+                mu::BFrag bf[RB][TPW];
                 #pragma unroll
-                for (int r = 0; r < RB; ++r) {
-                    mu::BFrag bf[TPW];
+                for (int r = 0; r < RB; ++r)
                     #pragma unroll
                     for (int b = 0; b < TPW; ++b) {
                         u32 w[NW];
                         #pragma unroll
-                        for (int q = 0; q < NW; ++q) w[q] = lane_words[q][stage_off + (r * TILES_N + b) * W32];
-                        dec.template decode<CB>(bf[b], w, cb_mask);
+                        for (int q = 0; q < NW; ++q) w[q] = lane_words[q][slot + (r * TPW + b) * W32];
+                        dec.template decode<CB>(bf[r][b], w, cb_mask);
                     }
+                #pragma unroll
+                for (int r = 0; r < RB; ++r)
                     #pragma unroll
                     for (int a = 0; a < MT; ++a) {
                         mu::AFrag af;
-                        mu::load_a(af, xs + a * 16 * xs_ld, xs_ld, (step * RB + r) * 16, lane);
+                        mu::load_a(af, xs + a * 16 * xs_ld, xs_ld, (cs * RB + r) * 16, lane);
                         #pragma unroll
-                        for (int b = 0; b < TPW; ++b) mu::mma(acc[a][b], af, bf[b]);
+                        for (int b = 0; b < TPW; ++b) mu::mma(acc[a][b], af, bf[r][b]);
                     }
-                }
+                wave_sync();      // every lane done reading this slot before it is refilled
             }
-            async_wait<0>();
         }
+        async_wait<0>();
         __syncthreads();
 
         // ---- epilogue, 16 rows (one m tile) at a time through shared memory [16][COLS]

@@ -20,6 +20,8 @@ typedef __nv_bfloat16 __hip_bfloat16;   // HIP spelling
 
 namespace escha {
 
+ESCHA_DEVICE void wave_sync() { __syncwarp(); }
+
 struct ESCHA_ALIGN(16) u32x4 { u32 x, y, z, w; };
 struct ESCHA_ALIGN(16) f32x4 { float x, y, z, w; };
 
@@ -64,9 +66,9 @@ ESCHA_DEVICE void async_copy16(void* smem, const void* gmem) {
     u32 s = (u32)__cvta_generic_to_shared(smem);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(s), "l"(gmem));
 }
-ESCHA_DEVICE void async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+ESCHA_DEVICE void async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
-ESCHA_DEVICE void async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N)); }
+ESCHA_DEVICE void async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory"); }
 
 // A operand (16x16 fp16, row-major in shared memory) for mma.m16n8k16: lane l passes the
 // address of row (l % 16), column 8 * (l / 16) of the tile.
@@ -79,7 +81,7 @@ ESCHA_DEVICE void load_a_frag(u32 (&a)[4], const half_t* row_ptr) {
 // c += A(16x16, fp16) * B(16x8, fp16), fp32 accumulate. b = {k rows 2t..2t+1, k rows 2t+8..2t+9}
 // of column (lane / 4): exactly the two half2 a lane decodes for one n8 half of a trellis tile.
 ESCHA_DEVICE void mma_16816(float (&c)[4], const u32 (&a)[4], u32 b0, u32 b1) {
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
                  "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));

@@ -1,0 +1,1 @@
+"""Autotuning: candidate tile configurations, measurement, search, tuned tables."""

@@ -1,0 +1,61 @@
+"""Candidate configurations of the fused kernel for one problem, pruned statically (torch-free).
+
+Pruning uses the same shared-memory formula as the kernel (kernels.fused.smem_layout) and a
+register estimate from the accumulators, so nothing that cannot launch is ever measured.
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+
+from ..kernels.fused import FusedConfig, FusedLaunch, smem_layout
+
+SMEM_CAP = {"sm_90": 227 * 1024, "gfx1201": 64 * 1024}
+REG_FILE = {"sm_90": 65536, "gfx1201": 65536}
+
+
+@dataclasses.dataclass(frozen=True)
+class Candidate:
+    cfg: FusedConfig
+    launch: FusedLaunch
+
+    def key(self) -> str:
+        c, l = self.cfg, self.launch
+        return (f"w{c.warps}_mt{c.m_tiles}_r{c.rows_per_stage}_s{c.stages}_b{c.min_blocks}"
+                f"_S{l.splits}_kc{l.kc}")
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def fused_candidates(arch: str, K: float, IC: int, OC: int, M: int, sms: int,
+                     warps=(4, 8), rows=(2, 4, 8), stages=(2, 3, 4), min_blocks=(1, 2, 3),
+                     kcs=(256, 512, 1024), max_waves: float = 8.0, min_waves: float = 0.5) -> list[Candidate]:
+    """Every (config, launch) that fits the arch's shared memory and registers and tiles the
+    problem; ordered deterministically."""
+    mt = 1
+    while 16 * mt < M:
+        mt *= 2
+    groups = OC // 128
+    cap = SMEM_CAP.get(arch, 99 * 1024)
+    out = []
+    for w, r, st, mb in itertools.product(warps, rows, stages, min_blocks):
+        threads = 32 * w
+        regs_cap = REG_FILE.get(arch, 65536) // (threads * mb)
+        if regs_cap < 64 + 8 * mt * (8 // w):              # accumulators + decode state must fit
+            continue
+        cfg = FusedConfig(warps=w, m_tiles=mt, rows_per_stage=r, stages=st, min_blocks=mb)
+        for S in _divisors(IC // 128):
+            blocks = groups * S
+            if not (min_waves * sms <= blocks <= max_waves * sms) and S != 1:
+                continue
+            kr = IC // S
+            for kc in kcs:
+                if kc > kr or kr % kc or kc % (16 * r):
+                    continue
+                lay = smem_layout(cfg, K, kc)
+                if lay.total * mb > cap:
+                    continue
+                out.append(Candidate(cfg, FusedLaunch(S, kc)))
+    return out
