@@ -81,8 +81,8 @@ def default_config(M: int) -> FusedConfig:
     mt = 1
     while 16 * mt < M:
         mt *= 2
-    # 16 m tiles keep 128 fp32 accumulators per lane: give them the whole register file
-    return FusedConfig(warps=8, m_tiles=mt, rows_per_stage=4, stages=3, min_blocks=1 if mt >= 16 else 2)
+    # 8+ m tiles keep 64+ fp32 accumulators per lane: give them the whole register file
+    return FusedConfig(warps=8, m_tiles=mt, rows_per_stage=4, stages=3, min_blocks=1 if mt >= 8 else 2)
 
 
 def _divisors(n: int) -> list[int]:
