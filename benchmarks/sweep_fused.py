@@ -7,6 +7,7 @@ problem next to the default heuristic and writes JSON.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -37,6 +38,7 @@ def main(argv=None):
     ap.add_argument("--out", default="sweep.json")
     ap.add_argument("--problems", default=DEFAULT)
     ap.add_argument("--budget", type=float, default=25.0, help="seconds per problem")
+    ap.add_argument("--diag", action="store_true", help="also time the best config with one stage left out")
     args = ap.parse_args(argv)
     dev = torch.device("cuda")
     arch = arch_of(dev)
@@ -55,7 +57,7 @@ def main(argv=None):
           f"({sum(1 for r in rows if not r.ok)} not ok)", flush=True)
     results = []
     for p, cands, timer in plan:
-        d = Candidate(default_config(p.M), default_launch(default_config(p.M), p.K, p.IC, p.OC, sms))
+        d = Candidate(default_config(p.M), default_launch(default_config(p.M), p.K, p.IC, p.OC, p.M, sms))
         t_def = timer(d, 15)
         rep = successive_halving(cands, timer, budget_s=args.budget, describe=Candidate.key)
         w = p.IC * p.OC
@@ -64,7 +66,15 @@ def main(argv=None):
         for r in rep.ranked[:6]:
             print(f"   {r.candidate.key():<40} {r.seconds * 1e6:8.2f} us  {w / r.seconds / 1e12:5.2f} Tw/s  "
                   f"(round {r.rounds})", flush=True)
-        results.append(dict(problem=str(p), default=d.key(), default_us=t_def * 1e6,
+        diag = {}
+        if args.diag and rep.best is not None:                # leave one stage out of the winner
+            best = rep.best.candidate
+            for dg, name in ((1, "no decode"), (2, "no mma"), (3, "no x prologue")):
+                c = Candidate(dataclasses.replace(best.cfg, diag=dg), best.launch)
+                compile_all(arch, specs=timer.specs([c]), jobs=1)
+                diag[name] = timer(c, 15) * 1e6
+            print("   leave-one-out: " + ", ".join(f"{k} {v:.2f} us" for k, v in diag.items()), flush=True)
+        results.append(dict(problem=str(p), default=d.key(), default_us=t_def * 1e6, leave_one_out_us=diag,
                             ranked=[dict(c=r.candidate.key(), us=r.seconds * 1e6, rounds=r.rounds) for r in rep.ranked[:20]],
                             failed=[(c.key(), e[:300]) for c, e in rep.failed[:10]]))
         del timer

@@ -180,9 +180,9 @@ def test_fused_writes_into_column_slice():
 
 
 @pytest.mark.parametrize("cfg,launch", [
-    (F.FusedConfig(warps=4, m_tiles=1, rows_per_stage=2, stages=2), F.FusedLaunch(4, 256)),
-    (F.FusedConfig(warps=8, m_tiles=2, rows_per_stage=8, stages=4), F.FusedLaunch(1, 1024)),
-    (F.FusedConfig(warps=2, m_tiles=1, rows_per_stage=4, stages=3), F.FusedLaunch(8, 128)),
+    (F.FusedConfig(warps=4, m_tiles=1, rows_per_stage=2, stages=2), F.FusedLaunch(4)),
+    (F.FusedConfig(warps=8, m_tiles=2, rows_per_stage=8, stages=4), F.FusedLaunch(1)),
+    (F.FusedConfig(warps=2, m_tiles=1, rows_per_stage=4, stages=3, min_blocks=1), F.FusedLaunch(8)),
 ])
 def test_fused_tile_configs(cfg, launch):
     w = _layer(1024, 512, 3.0, "mcg", 5)
@@ -214,7 +214,7 @@ def test_new_kernel_inside_capture_is_refused():
     with pytest.raises(NotWarmedUp, match="capture"):
         with torch.cuda.graph(g):
             F.fused_linear(x, w, cfg=F.FusedConfig(warps=8, m_tiles=1, rows_per_stage=2, stages=2),
-                           launch=F.FusedLaunch(1, 256))
+                           launch=F.FusedLaunch(1))
 
 
 def test_fused_bad_input():

@@ -2,8 +2,9 @@
 specs, tile configurations, the shared-memory formula and the launch heuristic (torch-free).
 
 Compile-time tile configuration (:class:`FusedConfig`): waves per block, m16 tiles, tile rows per
-pipeline stage, stages. Run-time launch parameters (:class:`FusedLaunch`): the split count S
-(grid.y) and the chunk of input features staged in shared memory at a time (kc).
+pipeline stage, stages, minimum resident blocks. Run-time launch parameter (:class:`FusedLaunch`):
+the split count S (grid.y); each block stages all KR = IC/S of its input features of the M rows
+of x in shared memory.
 The shared-memory layout has ONE formula, :func:`smem_layout`; its compile-time part (the trellis
 stage bytes) is rendered into the kernel, which static_asserts it, and the host uses the whole to
 size the launch and to filter tuning candidates.
@@ -18,7 +19,7 @@ from . import DTYPE_CODES
 
 COLS = 128
 ARGS = ("ptr", "i64", "ptr", "i64", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr",
-        "i32", "i32", "i32", "i32", "i32", "i32", "i32", "ptr", "ptr", "i32", "i32", "i32")
+        "i32", "i32", "i32", "i32", "i32", "i32", "ptr", "ptr", "i32", "i32", "i32")
 MAX_M = 256
 
 
@@ -29,15 +30,18 @@ class FusedConfig:
     rows_per_stage: int = 4   # tile rows (16 input features each) per pipeline stage
     stages: int = 3
     min_blocks: int = 2       # __launch_bounds__ blocks per SM: caps registers at 65536 / (threads * this)
+    diag: int = 0             # timing studies only: 1 no decode, 2 no matrix unit, 3 no x prologue
 
     def tile(self) -> dict:
-        return dataclasses.asdict(self)
+        d = dataclasses.asdict(self)
+        if not d["diag"]:
+            del d["diag"]
+        return d
 
 
 @dataclasses.dataclass(frozen=True)
 class FusedLaunch:
-    splits: int               # S: blocks along the input features
-    kc: int                   # input features staged in shared memory at a time
+    splits: int               # S: blocks along the input features (KR = IC / S each)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,16 +57,16 @@ def _align(n: int, a: int = 16) -> int:
     return -(-n // a) * a
 
 
-def smem_layout(cfg: FusedConfig, K: float, kc: int) -> SmemLayout:
-    """Bytes of dynamic shared memory: A operand [16*m_tiles][kc + 8] fp16, one trellis ring per
-    wave [stages][rows_per_stage][8/warps tiles][W32] u32 (all waves: stages*rows*8*W32 words), one m tile of partial sums [16][132] fp32,
-    exponents [2 * 16*m_tiles + 1] int32."""
+def smem_layout(cfg: FusedConfig, K: float, M: int, kr: int) -> SmemLayout:
+    """Bytes of dynamic shared memory: A operand [M][kr + 8] fp16, one trellis ring per wave
+    [stages][rows_per_stage][8/warps tiles][W32] u32 (all waves: stages*rows*8*W32 words), one m
+    tile of partial sums [16][132] fp32, per-row exponents [16*m_tiles] + flag, 16 zero bytes."""
     mp = 16 * cfg.m_tiles
     w32 = tile_words(K) // 2
-    xs = _align(mp * (kc + 8) * 2)
+    xs = _align(M * (kr + 8) * 2)
     tr = cfg.stages * cfg.rows_per_stage * 8 * w32 * 4     # warps x private rings of (8/warps) tile columns
     red = 16 * (COLS + 4) * 4
-    ex = _align((2 * mp + 1) * 4)
+    ex = _align((mp + 4) * 4 + 16)
     return SmemLayout(xs, xs + tr, xs + tr + red, xs + tr + red + ex, tr)
 
 
@@ -74,7 +78,7 @@ def spec_for(arch: str, K: float, codebook: str, in_dtype: str, out_dtype: str, 
 def render_extra(spec: KernelSpec) -> dict:
     cfg = FusedConfig(**spec.params)
     return {"in_code": DTYPE_CODES[spec.in_dtype], "out_code": DTYPE_CODES[spec.out_dtype],
-            "tr_bytes": smem_layout(cfg, spec.K, 128).tr_bytes}
+            "tr_bytes": smem_layout(cfg, spec.K, 1, 128).tr_bytes, "diag": cfg.diag}
 
 
 def default_config(M: int) -> FusedConfig:
@@ -89,19 +93,16 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def default_launch(cfg: FusedConfig, K: float, IC: int, OC: int, sms: int, smem_cap: int = 200 * 1024) -> FusedLaunch:
-    """Heuristic: enough blocks to fill the GPU about twice, chunks as large as shared memory
-    allows up to 1024 features (fewer prologue passes)."""
+def default_launch(cfg: FusedConfig, K: float, IC: int, OC: int, M: int, sms: int,
+                   smem_cap: int = 200 * 1024) -> FusedLaunch:
+    """Heuristic: the fewest splits that give about two blocks per SM and fit shared memory."""
     groups = OC // COLS
     blocks128 = IC // 128
-    splits = blocks128
-    for d in _divisors(blocks128):
+    fitting = [d for d in _divisors(blocks128)
+               if IC // d % (16 * cfg.rows_per_stage) == 0 and smem_layout(cfg, K, M, IC // d).total <= smem_cap]
+    if not fitting:
+        raise ValueError(f"no split of IC={IC} fits shared memory for M={M} with {cfg}")
+    for d in fitting:
         if groups * d >= 2 * sms:
-            splits = d
-            break
-    kr = IC // splits
-    kc = 128
-    for c in range(128, min(kr, 1024) + 1, 128):
-        if kr % c == 0 and c % (16 * cfg.rows_per_stage) == 0 and smem_layout(cfg, K, c).total <= smem_cap:
-            kc = c
-    return FusedLaunch(splits, kc)
+            return FusedLaunch(d)
+    return FusedLaunch(fitting[-1])

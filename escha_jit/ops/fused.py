@@ -44,6 +44,15 @@ class _Scratch:
 
 scratch = _Scratch()
 _SMS: dict[int, int] = {}
+_LAUNCH: dict[tuple, FusedLaunch] = {}
+
+
+def _default_launch(cfg: FusedConfig, K: float, IC: int, OC: int, M: int, dev: torch.device) -> FusedLaunch:
+    key = (cfg, K, IC, OC, M, dev.index)
+    got = _LAUNCH.get(key)
+    if got is None:
+        got = _LAUNCH[key] = default_launch(cfg, K, IC, OC, M, _sms(dev))
+    return got
 
 
 def _sms(device: torch.device) -> int:
@@ -94,12 +103,12 @@ def fused_linear(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] 
     cfg = cfg or default_config(M)
     if 16 * cfg.m_tiles < M:
         raise ValueError(f"config {cfg} covers M <= {16 * cfg.m_tiles}, got M={M}")
-    launch = launch or default_launch(cfg, w.K, IC, OC, _sms(dev))
+    launch = launch or _default_launch(cfg, w.K, IC, OC, M, dev)
     kr = IC // launch.splits
-    if IC % launch.splits or kr % launch.kc or launch.kc % 128 or launch.kc % (16 * cfg.rows_per_stage):
-        raise ValueError(f"launch {launch} does not tile IC={IC} (needs kc | IC/S, 128 | kc, "
-                         f"16*rows_per_stage | kc)")
-    lay = smem_layout(cfg, w.K, launch.kc)
+    if IC % launch.splits or kr % 128 or kr % (16 * cfg.rows_per_stage):
+        raise ValueError(f"launch {launch} does not tile IC={IC}: IC/S must be a multiple of 128 and of "
+                         f"16*rows_per_stage={16 * cfg.rows_per_stage}")
+    lay = smem_layout(cfg, w.K, M, kr)
     spec = spec_for(arch_of(dev), w.K, w.codebook, DTYPE_NAMES[x.dtype], DTYPE_NAMES[out.dtype], cfg)
     k = kernel_for(spec, dev, ARGS, render_extra(spec))
     groups = OC // COLS
@@ -110,6 +119,6 @@ def fused_linear(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] 
         ws = cnt = None
     k.launch((groups, launch.splits), (32 * cfg.warps,),
              (x, x.stride(0), out, out.stride(0), w.code, w.rin, w.s_in, w.rout, w.s_out, bias32,
-              M, IC, OC, kr, launch.kc, w.logical_in, w.logical_out, ws, cnt, lay.off_tr, lay.off_red, lay.off_exp),
+              M, IC, OC, kr, w.logical_in, w.logical_out, ws, cnt, lay.off_tr, lay.off_red, lay.off_exp),
              smem=lay.total, stream=stream)
     return out

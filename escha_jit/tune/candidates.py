@@ -21,8 +21,7 @@ class Candidate:
 
     def key(self) -> str:
         c, l = self.cfg, self.launch
-        return (f"w{c.warps}_mt{c.m_tiles}_r{c.rows_per_stage}_s{c.stages}_b{c.min_blocks}"
-                f"_S{l.splits}_kc{l.kc}")
+        return f"w{c.warps}_mt{c.m_tiles}_r{c.rows_per_stage}_s{c.stages}_b{c.min_blocks}_S{l.splits}"
 
 
 def _divisors(n: int) -> list[int]:
@@ -31,7 +30,7 @@ def _divisors(n: int) -> list[int]:
 
 def fused_candidates(arch: str, K: float, IC: int, OC: int, M: int, sms: int,
                      warps=(4, 8), rows=(2, 4, 8), stages=(2, 3, 4), min_blocks=(1, 2, 3),
-                     kcs=(256, 512, 1024), max_waves: float = 8.0, min_waves: float = 0.5) -> list[Candidate]:
+                     max_waves: float = 8.0, min_waves: float = 0.5) -> list[Candidate]:
     """Every (config, launch) that fits the arch's shared memory and registers and tiles the
     problem; ordered deterministically."""
     mt = 1
@@ -51,11 +50,9 @@ def fused_candidates(arch: str, K: float, IC: int, OC: int, M: int, sms: int,
             if not (min_waves * sms <= blocks <= max_waves * sms) and S != 1:
                 continue
             kr = IC // S
-            for kc in kcs:
-                if kc > kr or kr % kc or kc % (16 * r):
-                    continue
-                lay = smem_layout(cfg, K, kc)
-                if lay.total * mb > cap:
-                    continue
-                out.append(Candidate(cfg, FusedLaunch(S, kc)))
+            if kr % 128 or kr % (16 * r):
+                continue
+            if smem_layout(cfg, K, M, kr).total * mb > cap:
+                continue
+            out.append(Candidate(cfg, FusedLaunch(S)))
     return out

@@ -8,17 +8,15 @@ namespace escha {
 enum Codebook { CB_3INST = 0, CB_MCG = 1, CB_MUL1 = 2 };
 
 // 3INST / mcg: x = s*a (+ b); y = (x & 0x8FFF8FFF) ^ 0x3B603B60; value = half(y.lo) + half(y.hi).
-// `mask` is 0x8FFF8FFF passed in a register: LOP3 takes one immediate, and a constant the
-// compiler can see gets re-materialised with a MOV before every use.
+// `mask` is 0x8FFF8FFF; hot loops pass it in a register the compiler cannot see through (LOP3
+// takes one immediate, and a visible constant is re-materialised with a MOV before every use).
 template <int CB>
 ESCHA_DEVICE u32 lcg_bits(u32 s, u32 mask = 0x8FFF8FFFu) {
     u32 x = CB == CB_3INST ? s * 89226354u + 64248484u : s * 0xCBAC1FEDu;
     return (x & mask) ^ 0x3B603B60u;     // one LOP3
 }
 
-// 0x8FFF8FFF as a value the compiler cannot see through: refreshed by a shuffle once per
-// pipeline step, so keeping it in one register is cheaper than re-materialising it per use.
-ESCHA_DEVICE u32 lcg_mask_refresh(u32 m) { return shfl_xor(m, 0); }
+
 
 // mul1: x = s*0x83DCD12D; 0x6400 + (sum of x's bytes) is the fp16 pattern of 1024 + B.
 ESCHA_DEVICE u32 mul1_bits(u32 s) {

@@ -4,18 +4,20 @@
 //   Hx = H128(x * s_in * rin), fp16 in shared memory (per-row power-of-two scaled: no overflow)
 //
 // Grid: x = OC/128 column groups, y = S splits of the input features. A block of WARPS waves
-// owns 128 output columns (8 tiles) and IC/S input features, which it walks in chunks of `kc`:
-// load + scale + Hadamard the chunk of x into shared memory (the A operand), while every wave
-// streams ITS OWN tile columns through a private multi-stage async-copy ring (no block barriers
-// in the main loop), decodes each tile straight into matrix-unit B fragments and accumulates
-// MT m16 tiles of output in fp32.
+// owns 128 output columns (8 tiles) and KR = IC/S input features. It starts streaming the
+// trellis at once: every wave pulls ITS OWN tile columns through a private multi-stage
+// async-copy ring. Meanwhile the block turns its KR features of the M rows of x into the
+// scaled, Hadamard-rotated fp16 A operand in shared memory (one barrier), and then each wave
+// decodes its tiles straight into matrix-unit B fragments and accumulates MT m16 tiles of
+// output in fp32 with no further block barrier until the epilogue.
 // Split K without grid-wide barriers: with S > 1 every block writes its fp32 partial to a
 // workspace and bumps a per-column-group counter; the last block to arrive sums the S partials
 // in a fixed order (deterministic), applies the output Hadamard and scales, and resets the
 // counter to zero for the next call (so CUDA-graph replays need no memset).
 //
 // Vendor-specific parts come from the platform headers: the matrix unit (mu::), async copies,
-// shuffles, coherent loads.
+// shuffles, coherent loads. ESCHA_FUSED_DIAG (0 = off) removes one stage for timing studies:
+// 1 = no decode (B = raw words), 2 = no matrix-unit ops, 3 = no x prologue.
 #pragma once
 #include "escha/platform.h"
 #include "escha/hadamard.h"
@@ -23,6 +25,10 @@
 #include "escha/matunit_mma.h"
 #else
 #include "escha/matunit_wmma.h"
+#endif
+
+#ifndef ESCHA_FUSED_DIAG
+#define ESCHA_FUSED_DIAG 0
 #endif
 
 namespace escha {
@@ -57,7 +63,7 @@ struct FusedLinear {
         const half_t* rin; const float* s_in;
         const half_t* rout; const float* s_out;
         const float* bias;
-        int M, IC, OC, k_split, kc;
+        int M, IC, OC, k_split;
         int in_valid, out_valid;                       // logical dims (<= IC / OC when padded)
         float* ws; int* counters;
         int off_tr, off_red, off_exp;                  // byte offsets into dynamic shared memory
@@ -66,22 +72,113 @@ struct FusedLinear {
     ESCHA_DEVICE static void run(const Args& p, unsigned char* smem) {
         const int lane = threadIdx.x % ESCHA_WAVE, wave = threadIdx.x / ESCHA_WAVE;
         const int g = blockIdx.x, split = blockIdx.y;
-        const int xs_ld = p.kc + 8;
-        half_t* xs = reinterpret_cast<half_t*>(smem);
+        const int xs_ld = p.k_split + 8;                            // halves; rows 16-byte aligned
+        half_t* xs = reinterpret_cast<half_t*>(smem);               // [M][KR + 8] fp16 A operand
         u32* tr = reinterpret_cast<u32*>(smem + p.off_tr);
         float* red = reinterpret_cast<float*>(smem + p.off_red);
-        int* row_exp = reinterpret_cast<int*>(smem + p.off_exp);     // [MP] running exponent
-        int* chunk_exp = row_exp + MP;                                 // [MP] this chunk's
-        int* flag = chunk_exp + MP;
+        int* row_exp = reinterpret_cast<int*>(smem + p.off_exp);     // [MP] per-row exponent
+        int* flag = row_exp + MP;
+        half_t* zero16 = reinterpret_cast<half_t*>(flag + 4);       // 16 bytes of zeros: rows >= M
 
         const int tiles_n = p.OC / 16;
         const mu::Decoder<K2> dec(lane);
         constexpr int NW = mu::Decoder<K2>::NW;
         u32* ring = tr + wave * RING_WORDS;                  // this wave's private trellis ring
-        const u32* lane_words[NW];                           // this lane's words of slot 0, tile 0
+        const u32 ring_addr = smem_addr(ring);
+        u32 lane_words[NW];                                  // shared addresses: this lane's words, slot 0, tile 0
         #pragma unroll
-        for (int q = 0; q < NW; ++q) lane_words[q] = ring + dec.word(q);
-        u32 cb_mask = 0x8FFF8FFFu;
+        for (int q = 0; q < NW; ++q) lane_words[q] = ring_addr + 4 * dec.word(q);
+
+        // The wave's tile rows: step s covers rows row0 + s*RB .. +RB-1 of tile columns
+        // g*8 + wave*TPW .. +TPW-1.
+        const int k_begin = split * p.k_split;
+        const int row0 = k_begin / 16;
+        const int steps = p.k_split / (16 * RB);
+        const u32* src0 = reinterpret_cast<const u32*>(p.code) +
+                          ((long long)row0 * tiles_n + g * TILES_N + wave * TPW) * W32;
+        // this lane's 16-byte pieces of a stage: shared offset and global offset, fixed per lane
+        constexpr int PIECES = SLOT_WORDS / 4, PER_LANE = (PIECES + ESCHA_WAVE - 1) / ESCHA_WAVE;
+        u32 piece_dst[PER_LANE];
+        int piece_src[PER_LANE];
+        #pragma unroll
+        for (int i = 0; i < PER_LANE; ++i) {
+            const int c = i * ESCHA_WAVE + lane, r = c / (TPW * W32 / 4), o = c % (TPW * W32 / 4);
+            piece_dst[i] = ring_addr + 4 * (r * TPW * W32 + 4 * o);
+            piece_src[i] = r * tiles_n * W32 + 4 * o;
+        }
+        const long long step_stride = (long long)RB * tiles_n * W32;
+        auto load_step = [&](int step) {                     // RB rows x TPW tiles, 16 B per lane op
+            const u32 slot_bytes = 4u * (u32)((step % STAGES) * SLOT_WORDS);
+            const u32* src = src0 + step * step_stride;
+            #pragma unroll
+            for (int i = 0; i < PER_LANE; ++i)
+                if (PIECES % ESCHA_WAVE == 0 || i * ESCHA_WAVE + lane < PIECES)
+                    async_copy16(piece_dst[i] + slot_bytes, src + piece_src[i]);
+        };
+        #pragma unroll
+        for (int s = 0; s < STAGES - 1; ++s) {               // start streaming before the prologue
+            if (s < steps) load_step(s);
+            async_commit();
+        }
+
+        // ---- prologue: the block's K range of x -> scaled, Hadamard-rotated fp16 A operand
+        if (threadIdx.x < 4) reinterpret_cast<u32*>(zero16)[threadIdx.x] = 0u;
+        if (threadIdx.x == 4) flag[1] = 0x8FFF8FFFu;        // the codebook mask, read back below
+        for (int t = p.M + threadIdx.x; t < MP; t += blockDim.x) row_exp[t] = 0;
+        for (int m = wave; m < p.M; m += WARPS) {                      // pass 1: bound per row
+            float amax = 0.f;
+#if ESCHA_FUSED_DIAG != 3
+            for (int k = lane; k < p.k_split && k_begin + k < p.in_valid; k += ESCHA_WAVE) {
+                float v = to_float(p.x[m * p.ldx + k_begin + k]);
+                if (p.s_in) v *= p.s_in[k_begin + k];
+                v *= half_to_float(p.rin[k_begin + k]);
+                amax = fmaxf(amax, fabsf(v));
+            }
+            #pragma unroll
+            for (int s = 16; s > 0; s >>= 1) amax = fmaxf(amax, shfl_xor(amax, s));
+#endif
+            // |H128 v|_inf <= sqrt(128) * max|v|
+            if (lane == 0) row_exp[m] = fp16_safe_exponent(amax * 11.3137085f);
+        }
+        __syncthreads();
+        const int blocks_k = p.k_split / 128;
+        for (int item = wave; item < p.M * blocks_k; item += WARPS) {   // pass 2
+            const int m = item / blocks_k, kb = item % blocks_k;
+            const int k = k_begin + kb * 128 + 4 * lane;
+            float v[4];
+#if ESCHA_FUSED_DIAG != 3
+            #pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                float f = k + i < p.in_valid ? to_float(p.x[m * p.ldx + k + i]) : 0.f;
+                if (p.s_in) f *= p.s_in[k + i];
+                v[i] = f * half_to_float(p.rin[k + i]);
+            }
+            hadamard128_lane(v, lane);
+#else
+            #pragma unroll
+            for (int i = 0; i < 4; ++i) v[i] = 1.f;
+#endif
+            const float sc = HAD128_SCALE * exp2i(-row_exp[m]);
+            half_t* dst = xs + m * xs_ld + kb * 128 + 4 * lane;
+            #pragma unroll
+            for (int i = 0; i < 4; ++i) dst[i] = float_to_half(v[i] * sc);
+        }
+        __syncthreads();
+
+        // A operand addresses of this lane (ldmatrix: lane l supplies row l % 16); rows >= M read
+        // the 16 zero bytes instead (their column step is 0).
+        u32 a_addr[MT], a_step[MT];
+        #pragma unroll
+        for (int a = 0; a < MT; ++a) {
+            const int m = 16 * a + (lane & 15);
+            const bool valid = m < p.M;
+            a_addr[a] = valid ? smem_addr(xs + m * xs_ld + 8 * (lane >> 4)) : smem_addr(zero16);
+            a_step[a] = valid ? 32u : 0u;                      // bytes per 16 columns
+        }
+        // The codebook's AND mask comes from shared memory: the compiler cannot see it is a
+        // constant, so it keeps it in a register (LOP3 takes one immediate; a visible constant
+        // is re-materialised with a MOV before every use).
+        const u32 cb_mask = reinterpret_cast<const u32*>(flag)[1];
         float acc[MT][TPW][mu::ACC];
         #pragma unroll
         for (int a = 0; a < MT; ++a)
@@ -89,120 +186,48 @@ struct FusedLinear {
             for (int b = 0; b < TPW; ++b)
                 #pragma unroll
                 for (int i = 0; i < mu::ACC; ++i) acc[a][b][i] = 0.f;
-        for (int t = threadIdx.x; t < MP; t += blockDim.x) row_exp[t] = 0;
 
-        // The wave's tile rows form one sequence over the whole split (all chunks): step s covers
-        // rows row0 + s*RB .. +RB-1 of tile columns g*8 + wave*TPW .. +TPW-1.
-        const int k_begin = split * p.k_split;
-        const int row0 = k_begin / 16;
-        const int steps_total = p.k_split / (16 * RB);
-        const u32* src0 = reinterpret_cast<const u32*>(p.code) +
-                          ((long long)row0 * tiles_n + g * TILES_N + wave * TPW) * W32;
-        auto load_step = [&](int step) {                     // RB rows x TPW tiles, 16 B per lane op
-            u32* dst = ring + (step % STAGES) * SLOT_WORDS;
-            const u32* src = src0 + (long long)step * RB * tiles_n * W32;
-            #pragma unroll
-            for (int c0 = 0; c0 < SLOT_WORDS / 4; c0 += ESCHA_WAVE) {
-                const int c = c0 + lane;
-                if (SLOT_WORDS / 4 % ESCHA_WAVE == 0 || c < SLOT_WORDS / 4) {
-                    const int r = c / (TPW * W32 / 4), o = c % (TPW * W32 / 4);
-                    async_copy16(dst + r * TPW * W32 + 4 * o, src + (long long)r * tiles_n * W32 + 4 * o);
-                }
-            }
-        };
-        #pragma unroll
-        for (int s = 0; s < STAGES - 1; ++s) {               // start streaming before the prologue
-            if (s < steps_total) load_step(s);
+        // ---- main loop: wave-private pipeline, decode all tiles of a step, then multiply
+        for (int step = 0; step < steps; ++step) {
+            async_wait<STAGES - 2>();
+            wave_sync();
+            if (step + STAGES - 1 < steps) load_step(step + STAGES - 1);
             async_commit();
-        }
-
-        int step = 0;
-        for (int k0 = k_begin; k0 < k_begin + p.k_split; k0 += p.kc) {
-            // ---- prologue: x chunk -> scaled, Hadamard-rotated fp16 A operand in shared memory
-            __syncthreads();
-            for (int t = threadIdx.x; t < MP; t += blockDim.x) chunk_exp[t] = 0;
-            __syncthreads();
-            for (int m = wave; m < p.M; m += WARPS) {                  // pass 1: bound per row
-                float amax = 0.f;
-                for (int k = lane; k < p.kc && k0 + k < p.in_valid; k += ESCHA_WAVE) {
-                    float v = to_float(p.x[m * p.ldx + k0 + k]);
-                    if (p.s_in) v *= p.s_in[k0 + k];
-                    v *= half_to_float(p.rin[k0 + k]);
-                    amax = fmaxf(amax, fabsf(v));
-                }
-                #pragma unroll
-                for (int s = 16; s > 0; s >>= 1) amax = fmaxf(amax, shfl_xor(amax, s));
-                // |H128 v|_inf <= sqrt(128) * max|v|
-                if (lane == 0) chunk_exp[m] = fp16_safe_exponent(amax * 11.3137085f);
-            }
-            __syncthreads();
+            const u32 slot = 4u * (u32)((step % STAGES) * SLOT_WORDS);
+            mu::BFrag bf[RB][TPW];
             #pragma unroll
-            for (int a = 0; a < MT; ++a)                              // rescale running sums
+            for (int r = 0; r < RB; ++r)
                 #pragma unroll
-                for (int i = 0; i < mu::ACC; ++i) {
-                    const int m = 16 * a + mu::acc_row(lane, i);
-                    const int grow = chunk_exp[m] - row_exp[m];
-                    if (grow > 0)
-                        #pragma unroll
-                        for (int b = 0; b < TPW; ++b) acc[a][b][i] *= exp2i(-grow);
-                }
-            const int blocks_k = p.kc / 128;
-            for (int item = wave; item < MP * blocks_k; item += WARPS) {   // pass 2
-                const int m = item / blocks_k, kb = item % blocks_k;
-                half_t* dst = xs + m * xs_ld + kb * 128 + 4 * lane;
-                if (m >= p.M) {
+                for (int b = 0; b < TPW; ++b) {
+                    u32 w[NW];
                     #pragma unroll
-                    for (int i = 0; i < 4; ++i) dst[i] = float_to_half(0.f);
-                    continue;
-                }
-                const int k = k0 + kb * 128 + 4 * lane;
-                float v[4];
-                #pragma unroll
-                for (int i = 0; i < 4; ++i) {
-                    float f = k + i < p.in_valid ? to_float(p.x[m * p.ldx + k + i]) : 0.f;
-                    if (p.s_in) f *= p.s_in[k + i];
-                    v[i] = f * half_to_float(p.rin[k + i]);
-                }
-                hadamard128_lane(v, lane);
-                const int e = row_exp[m] > chunk_exp[m] ? row_exp[m] : chunk_exp[m];
-                const float sc = HAD128_SCALE * exp2i(-e);
-                #pragma unroll
-                for (int i = 0; i < 4; ++i) dst[i] = float_to_half(v[i] * sc);
-            }
-            __syncthreads();
-            for (int t = threadIdx.x; t < MP; t += blockDim.x)
-                row_exp[t] = row_exp[t] > chunk_exp[t] ? row_exp[t] : chunk_exp[t];
-
-            // ---- main loop over this chunk: wave-private pipeline, decode all, then multiply
-            const int chunk_steps = p.kc / (16 * RB);
-            for (int cs = 0; cs < chunk_steps; ++cs, ++step) {
-                async_wait<STAGES - 2>();
-                wave_sync();
-                if (step + STAGES - 1 < steps_total) load_step(step + STAGES - 1);
-                async_commit();
-                const int slot = (step % STAGES) * SLOT_WORDS;
-                cb_mask = lcg_mask_refresh(cb_mask);
-                mu::BFrag bf[RB][TPW];
-                #pragma unroll
-                for (int r = 0; r < RB; ++r)
+                    for (int q = 0; q < NW; ++q) w[q] = lds32(lane_words[q] + slot + 4 * (r * TPW + b) * W32);
+#if ESCHA_FUSED_DIAG == 1
                     #pragma unroll
-                    for (int b = 0; b < TPW; ++b) {
-                        u32 w[NW];
-                        #pragma unroll
-                        for (int q = 0; q < NW; ++q) w[q] = lane_words[q][slot + (r * TPW + b) * W32];
-                        dec.template decode<CB>(bf[r][b], w, cb_mask);
-                    }
+                    for (int q = 0; q < 4; ++q) bf[r][b].h[q] = bit_cast<half2_t>(w[q % NW] & 0x3BFF3BFFu);
+#else
+                    dec.template decode<CB>(bf[r][b], w, cb_mask);
+#endif
+                }
+#if ESCHA_FUSED_DIAG == 2
+            #pragma unroll
+            for (int r = 0; r < RB; ++r)
                 #pragma unroll
-                for (int r = 0; r < RB; ++r)
+                for (int b = 0; b < TPW; ++b)
                     #pragma unroll
-                    for (int a = 0; a < MT; ++a) {
-                        mu::AFrag af;
-                        mu::load_a(af, xs + a * 16 * xs_ld, xs_ld, (cs * RB + r) * 16, lane);
-                        #pragma unroll
-                        for (int b = 0; b < TPW; ++b) mu::mma(acc[a][b], af, bf[r][b]);
-                    }
-                wave_sync();      // every lane done reading this slot before it is refilled
-            }
+                    for (int q = 0; q < 4; ++q) acc[0][b][q] += half_to_float(low_half(bf[r][b].h[q]));
+#else
+            #pragma unroll
+            for (int r = 0; r < RB; ++r)
+                #pragma unroll
+                for (int a = 0; a < MT; ++a) {
+                    mu::AFrag af;
+                    mu::load_a_rows(af, a_addr[a] + (u32)(step * RB + r) * a_step[a]);
+                    #pragma unroll
+                    for (int b = 0; b < TPW; ++b) mu::mma(acc[a][b], af, bf[r][b]);
+                }
+#endif
+            wave_sync();      // every lane done reading this slot before it is refilled
         }
         async_wait<0>();
         __syncthreads();

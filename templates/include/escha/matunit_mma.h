@@ -13,10 +13,9 @@ constexpr int ACC = 8;                      // fp32 accumulators per lane per 16
 struct AFrag { u32 r[4]; };
 struct BFrag { half2_t h[4]; };             // {h0, h1}: n8 half 0, {h2, h3}: n8 half 1
 
-// A tile = rows 0..15, columns k0..k0+15 of a row-major fp16 matrix in shared memory (ld in halves).
-ESCHA_DEVICE void load_a(AFrag& a, const half_t* base, int ld, int k0, int lane) {
-    load_a_frag(a.r, base + (lane & 15) * ld + k0 + 8 * (lane >> 4));
-}
+// A tile (16x16 fp16) from shared memory, each lane passing the shared address of its 8 halves:
+// (row l % 16, column k0 + 8 * (l / 16)). Rows may point anywhere (e.g. a zero row).
+ESCHA_DEVICE void load_a_rows(AFrag& a, u32 my_row_saddr) { load_a_frag(a.r, my_row_saddr); }
 
 ESCHA_DEVICE void mma(float (&c)[ACC], const AFrag& a, const BFrag& b) {
     float (&c0)[4] = *reinterpret_cast<float (*)[4]>(&c[0]);

@@ -50,6 +50,9 @@ ESCHA_DEVICE u32 pack_lo16(u32 a, u32 b) { return __byte_perm(a, b, 0x5410); }
 // High 16 bits of a, high 16 bits of b -> (b.hi << 16) | a.hi: one PRMT.
 ESCHA_DEVICE u32 pack_hi16(u32 a, u32 b) { return __byte_perm(a, b, 0x7632); }
 
+// High 32 bits of the 64-bit product (IMAD.HI, on the multiply pipe).
+ESCHA_DEVICE u32 mul_hi(u32 a, u32 b) { return __umulhi(a, b); }
+
 // c + sum of the four unsigned bytes of a * bytes of b: one IDP4A.
 ESCHA_DEVICE u32 dot4_u8(u32 a, u32 b, u32 c) { return __dp4a(a, b, c); }
 
@@ -62,20 +65,28 @@ namespace escha {
 constexpr bool HAS_ASYNC_COPY = true;
 
 // 16-byte global -> shared copy that completes asynchronously (cp.async.cg: bypasses L1).
-ESCHA_DEVICE void async_copy16(void* smem, const void* gmem) {
-    u32 s = (u32)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(s), "l"(gmem));
+ESCHA_DEVICE void async_copy16(u32 saddr, const void* gmem) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(saddr), "l"(gmem));
 }
 ESCHA_DEVICE void async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
 ESCHA_DEVICE void async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory"); }
 
+// 32-bit shared-memory address of a pointer into shared memory.
+ESCHA_DEVICE u32 smem_addr(const void* p) { return (u32)__cvta_generic_to_shared(p); }
+
 // A operand (16x16 fp16, row-major in shared memory) for mma.m16n8k16: lane l passes the
-// address of row (l % 16), column 8 * (l / 16) of the tile.
-ESCHA_DEVICE void load_a_frag(u32 (&a)[4], const half_t* row_ptr) {
-    u32 s = (u32)__cvta_generic_to_shared(row_ptr);
+// shared address of row (l % 16), column 8 * (l / 16) of the tile.
+ESCHA_DEVICE void load_a_frag(u32 (&a)[4], u32 saddr) {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3]) : "r"(s));
+                 : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3]) : "r"(saddr));
+}
+
+// A 32-bit word of shared memory by its shared address.
+ESCHA_DEVICE u32 lds32(u32 saddr) {
+    u32 v;
+    asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(saddr));
+    return v;
 }
 
 // c += A(16x16, fp16) * B(16x8, fp16), fp32 accumulate. b = {k rows 2t..2t+1, k rows 2t+8..2t+9}

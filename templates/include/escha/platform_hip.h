@@ -48,6 +48,9 @@ ESCHA_DEVICE u32 funnel_l(u32 hi, u32 lo, u32 n) {
 ESCHA_DEVICE u32 pack_lo16(u32 a, u32 b) { return __builtin_amdgcn_perm(b, a, 0x05040100u); }
 ESCHA_DEVICE u32 pack_hi16(u32 a, u32 b) { return __builtin_amdgcn_perm(b, a, 0x07060302u); }
 
+// High 32 bits of the 64-bit product (v_mul_hi_u32).
+ESCHA_DEVICE u32 mul_hi(u32 a, u32 b) { return __umulhi(a, b); }
+
 // v_dot4_u32_u8: c + sum of byte products.
 ESCHA_DEVICE u32 dot4_u8(u32 a, u32 b, u32 c) { return __builtin_amdgcn_udot4(a, b, c, false); }
 

@@ -63,7 +63,10 @@ struct LaneStream {
         for (int q = 0; q < NW; ++q) word[q] = ((s0 >> 5) + q) % Rt::W32;
     }
 
-    // The 8 states of this lane from its raw words w[0..NW-1].
+    // The 8 states of this lane from its raw words w[0..NW-1]. With FMA_SHARE, every other
+    // in-word window is cut out on the multiply pipe instead of the ALU pipe (the LCG codebooks
+    // leave the multiply pipe half idle; mul1 fills it with IMAD + IDP4A already).
+    template <bool FMA_SHARE>
     ESCHA_DEVICE void states(const u32 (&w)[NW], u32 (&s)[8]) const {
         u32 a[NA + 1];
         const u32 sh = UNIFORM ? (u32)(B0 % 32) : b;
@@ -72,9 +75,19 @@ struct LaneStream {
         a[NA] = 0;
         #pragma unroll
         for (int j = 0; j < 8; ++j) {
-            constexpr int dummy = 0; (void)dummy;
             const int c = C(j), i = c / 32, o = c % 32;
-            s[j] = o <= 16 ? (a[i] >> (16 - o)) & 0xFFFFu : funnel_l(a[i], a[i + 1], (u32)o) >> 16;
+            if (o == 0)
+                s[j] = a[i] >> 16;
+            else if (o == 16)
+                s[j] = a[i] & 0xFFFFu;
+            else if (FMA_SHARE && o < 16 && (j & 1))
+                // on the multiply pipe (IMAD.SHL + IMAD.HI), keeping the ALU pipe for the rest:
+                // (a << o) >> 16 == hi32((a << o) * 2^16)
+                s[j] = mul_hi(a[i] << o, 1u << 16);
+            else if (o < 16)
+                s[j] = (a[i] >> (16 - o)) & 0xFFFFu;
+            else
+                s[j] = funnel_l(a[i], a[i + 1], (u32)o) >> 16;
         }
     }
 };
@@ -85,7 +98,7 @@ template <int K2, int CB>
 ESCHA_DEVICE void decode_lane(const u32 (&w)[LaneStream<K2>::NW], const LaneStream<K2>& ls, half2_t (&h)[4],
                              u32 mask = 0x8FFF8FFFu) {
     u32 s[8];
-    ls.states(w, s);
+    ls.template states<CB != CB_MUL1>(w, s);
     #pragma unroll
     for (int q = 0; q < 4; ++q) h[q] = decode2<CB>(s[2 * q], s[2 * q + 1], mask);
 }
