@@ -82,11 +82,14 @@ def render_extra(spec: KernelSpec) -> dict:
 
 
 def default_config(M: int) -> FusedConfig:
+    """Untuned default (from the H200 sweeps, benchmarks/results): 4 waves x 2 tile columns for
+    a single m tile, 8 waves for more; 8 tile rows per stage, 3 stages."""
     mt = 1
     while 16 * mt < M:
         mt *= 2
     # 8+ m tiles keep 64+ fp32 accumulators per lane: give them the whole register file
-    return FusedConfig(warps=8, m_tiles=mt, rows_per_stage=4, stages=3, min_blocks=1 if mt >= 8 else 2)
+    return FusedConfig(warps=4 if mt == 1 else 8, m_tiles=mt, rows_per_stage=8, stages=3,
+                       min_blocks=1 if mt >= 8 else 2)
 
 
 def _divisors(n: int) -> list[int]:
@@ -95,7 +98,7 @@ def _divisors(n: int) -> list[int]:
 
 def default_launch(cfg: FusedConfig, K: float, IC: int, OC: int, M: int, sms: int,
                    smem_cap: int = 200 * 1024) -> FusedLaunch:
-    """Heuristic: the fewest splits that give about two blocks per SM and fit shared memory."""
+    """Heuristic: the fewest splits that give 3.5+ blocks per SM and fit shared memory."""
     groups = OC // COLS
     blocks128 = IC // 128
     fitting = [d for d in _divisors(blocks128)
@@ -103,6 +106,6 @@ def default_launch(cfg: FusedConfig, K: float, IC: int, OC: int, M: int, sms: in
     if not fitting:
         raise ValueError(f"no split of IC={IC} fits shared memory for M={M} with {cfg}")
     for d in fitting:
-        if groups * d >= 2 * sms:
+        if 2 * groups * d >= 7 * sms:
             return FusedLaunch(d)
     return FusedLaunch(fitting[-1])

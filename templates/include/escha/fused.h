@@ -121,47 +121,47 @@ struct FusedLinear {
             async_commit();
         }
 
-        // ---- prologue: the block's K range of x -> scaled, Hadamard-rotated fp16 A operand
+        // ---- prologue: the block's K range of x -> scaled, Hadamard-rotated fp16 A operand.
+        // Optimistic single pass: every (row, 128-block) is stored unscaled; a row with a value
+        // that would not fit fp16 (|v| >= 2^15, e.g. large bf16 activations) gets the power-of-
+        // two exponent it needs (atomicMax over its blocks) and is redone below (rare).
         if (threadIdx.x < 4) reinterpret_cast<u32*>(zero16)[threadIdx.x] = 0u;
-        if (threadIdx.x == 4) flag[1] = 0x8FFF8FFFu;        // the codebook mask, read back below
-        for (int t = p.M + threadIdx.x; t < MP; t += blockDim.x) row_exp[t] = 0;
-        for (int m = wave; m < p.M; m += WARPS) {                      // pass 1: bound per row
-            float amax = 0.f;
-#if ESCHA_FUSED_DIAG != 3
-            for (int k = lane; k < p.k_split && k_begin + k < p.in_valid; k += ESCHA_WAVE) {
-                float v = to_float(p.x[m * p.ldx + k_begin + k]);
-                if (p.s_in) v *= p.s_in[k_begin + k];
-                v *= half_to_float(p.rin[k_begin + k]);
-                amax = fmaxf(amax, fabsf(v));
-            }
-            #pragma unroll
-            for (int s = 16; s > 0; s >>= 1) amax = fmaxf(amax, shfl_xor(amax, s));
-#endif
-            // |H128 v|_inf <= sqrt(128) * max|v|
-            if (lane == 0) row_exp[m] = fp16_safe_exponent(amax * 11.3137085f);
-        }
+        if (threadIdx.x == 4) flag[1] = (int)0x8FFF8FFFu;   // the codebook mask, read back below
+        for (int t = threadIdx.x; t < MP; t += blockDim.x) row_exp[t] = 0;
         __syncthreads();
         const int blocks_k = p.k_split / 128;
-        for (int item = wave; item < p.M * blocks_k; item += WARPS) {   // pass 2
+        const bool vec = p.in_valid == p.IC && (p.ldx % 8) == 0 && (reinterpret_cast<u64>(p.x) % 16) == 0;
+        #pragma unroll 2
+        for (int item = wave; item < p.M * blocks_k; item += WARPS) {
             const int m = item / blocks_k, kb = item % blocks_k;
             const int k = k_begin + kb * 128 + 4 * lane;
             float v[4];
 #if ESCHA_FUSED_DIAG != 3
-            #pragma unroll
-            for (int i = 0; i < 4; ++i) {
-                float f = k + i < p.in_valid ? to_float(p.x[m * p.ldx + k + i]) : 0.f;
-                if (p.s_in) f *= p.s_in[k + i];
-                v[i] = f * half_to_float(p.rin[k + i]);
-            }
+            load_scaled4(p, m, k, vec, v);
             hadamard128_lane(v, lane);
 #else
             #pragma unroll
             for (int i = 0; i < 4; ++i) v[i] = 1.f;
 #endif
-            const float sc = HAD128_SCALE * exp2i(-row_exp[m]);
-            half_t* dst = xs + m * xs_ld + kb * 128 + 4 * lane;
+            float amax = 0.f;
             #pragma unroll
-            for (int i = 0; i < 4; ++i) dst[i] = float_to_half(v[i] * sc);
+            for (int i = 0; i < 4; ++i) { v[i] *= HAD128_SCALE; amax = fmaxf(amax, fabsf(v[i])); }
+            if (wave_any(!(amax < 32768.f))) {                    // rare: needs a row exponent
+                #pragma unroll
+                for (int s = 16; s > 0; s >>= 1) amax = fmaxf(amax, shfl_xor(amax, s));
+                if (lane == 0) atomicMax(row_exp + m, fp16_safe_exponent(amax));    // >= 1 here
+                continue;
+            }
+            store_half4(xs + m * xs_ld + kb * 128 + 4 * lane, v, 1.f);
+        }
+        __syncthreads();
+        for (int item = wave; item < p.M * blocks_k; item += WARPS) {     // the rare rows, redone
+            const int m = item / blocks_k, kb = item % blocks_k;
+            if (row_exp[m] == 0) continue;
+            float v[4];
+            load_scaled4(p, m, k_begin + kb * 128 + 4 * lane, vec, v);
+            hadamard128_lane(v, lane);
+            store_half4(xs + m * xs_ld + kb * 128 + 4 * lane, v, HAD128_SCALE * exp2i(-row_exp[m]));
         }
         __syncthreads();
 
@@ -276,6 +276,34 @@ struct FusedLinear {
             __syncthreads();
         }
         if (threadIdx.x == 0) p.counters[g] = 0;            // ready for the next call
+    }
+
+    // x[m, k..k+3] * s_in * rin as fp32 (zero beyond the logical input width).
+    ESCHA_DEVICE static void load_scaled4(const Args& p, int m, int k, bool vec, float (&v)[4]) {
+        const in_t* xr = p.x + m * p.ldx + k;
+        if (vec) {
+            load4(xr, v);
+        } else {
+            #pragma unroll
+            for (int i = 0; i < 4; ++i) v[i] = k + i < p.in_valid ? to_float(xr[i]) : 0.f;
+        }
+        float r[4];
+        load4(p.rin + k, r);
+        if (p.s_in) {
+            float s4[4];
+            load4(p.s_in + k, s4);
+            #pragma unroll
+            for (int i = 0; i < 4; ++i) v[i] *= s4[i];
+        }
+        #pragma unroll
+        for (int i = 0; i < 4; ++i) v[i] *= r[i];
+    }
+
+    ESCHA_DEVICE static void store_half4(half_t* dst, const float (&v)[4], float scale) {
+        half_t h[4];
+        #pragma unroll
+        for (int i = 0; i < 4; ++i) h[i] = float_to_half(v[i] * scale);
+        *reinterpret_cast<u64*>(dst) = bit_cast<u64>(h);
     }
 
     // One m tile of accumulators (times 2^row_exp) -> shared [16][COLS].

@@ -21,6 +21,7 @@ typedef __nv_bfloat16 __hip_bfloat16;   // HIP spelling
 namespace escha {
 
 ESCHA_DEVICE void wave_sync() { __syncwarp(); }
+ESCHA_DEVICE bool wave_any(bool pred) { return __any_sync(0xffffffffu, pred); }
 
 struct ESCHA_ALIGN(16) u32x4 { u32 x, y, z, w; };
 struct ESCHA_ALIGN(16) f32x4 { float x, y, z, w; };

@@ -34,6 +34,7 @@ ESCHA_DEVICE half_t low_half(half2_t v) { return v.x; }
 ESCHA_DEVICE half_t high_half(half2_t v) { return v.y; }
 
 ESCHA_DEVICE void wave_sync() { __builtin_amdgcn_wave_barrier(); }
+ESCHA_DEVICE bool wave_any(bool pred) { return __any(pred); }
 
 ESCHA_DEVICE float shfl_xor(float v, int mask) { return __shfl_xor(v, mask, ESCHA_WAVE); }
 ESCHA_DEVICE u32 shfl_xor(u32 v, int mask) { return (u32)__shfl_xor((int)v, mask, ESCHA_WAVE); }
