@@ -88,7 +88,8 @@ def default_config(M: int) -> FusedConfig:
     while 16 * mt < M:
         mt *= 2
     # 8+ m tiles keep 64+ fp32 accumulators per lane: give them the whole register file
-    return FusedConfig(warps=4 if mt == 1 else 8, m_tiles=mt, rows_per_stage=8, stages=3,
+    # and hold fewer decoded tiles at once (rows_per_stage 4)
+    return FusedConfig(warps=4 if mt == 1 else 8, m_tiles=mt, rows_per_stage=8 if mt <= 4 else 4, stages=3,
                        min_blocks=1 if mt >= 8 else 2)
 
 
