@@ -19,8 +19,9 @@ from . import DTYPE_CODES
 
 COLS = 128
 ARGS = ("ptr", "i64", "ptr", "i64", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr",
-        "i32", "i32", "i32", "i32", "i32", "i32", "ptr", "ptr", "i32", "i32", "i32")
+        "i32", "i32", "i32", "i32", "i32", "i32", "ptr", "ptr", "i32", "i32", "i32", "ptr", "ptr")
 MAX_M = 256
+XH_MIN_M = 3          # from this M on the input Hadamard runs once, in the prep kernel
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,6 +31,8 @@ class FusedConfig:
     rows_per_stage: int = 4   # tile rows (16 input features each) per pipeline stage
     stages: int = 3
     min_blocks: int = 2       # __launch_bounds__ blocks per SM: caps registers at 65536 / (threads * this)
+    xh: int = 0               # 1: the A operand comes precomputed from the prep kernel (one more launch,
+                              #    but the input Hadamard is done once, not once per column group)
     diag: int = 0             # timing studies only: 1 no decode, 2 no matrix unit, 3 no x prologue
 
     def tile(self) -> dict:
@@ -78,19 +81,19 @@ def spec_for(arch: str, K: float, codebook: str, in_dtype: str, out_dtype: str, 
 def render_extra(spec: KernelSpec) -> dict:
     cfg = FusedConfig(**spec.params)
     return {"in_code": DTYPE_CODES[spec.in_dtype], "out_code": DTYPE_CODES[spec.out_dtype],
-            "tr_bytes": smem_layout(cfg, spec.K, 1, 128).tr_bytes, "diag": cfg.diag}
+            "tr_bytes": smem_layout(cfg, spec.K, 1, 128).tr_bytes, "diag": cfg.diag, "xh": cfg.xh}
 
 
 def default_config(M: int) -> FusedConfig:
-    """Untuned default (from the H200 sweeps, benchmarks/results): 4 waves x 2 tile columns for
-    a single m tile, 8 waves for more; 8 tile rows per stage, 3 stages."""
+    """Untuned default (from the H200 sweeps, benchmarks/results): 4 waves x 2 tile columns up to
+    M = 8, 8 waves above; 8 tile rows per stage, 3 stages."""
     mt = 1
     while 16 * mt < M:
         mt *= 2
     # 8+ m tiles keep 64+ fp32 accumulators per lane: give them the whole register file
     # and hold fewer decoded tiles at once (rows_per_stage 4)
-    return FusedConfig(warps=4 if mt == 1 else 8, m_tiles=mt, rows_per_stage=8 if mt <= 4 else 4, stages=3,
-                       min_blocks=1 if mt >= 8 else 2)
+    return FusedConfig(warps=4 if M <= 8 else 8, m_tiles=mt, rows_per_stage=8 if mt <= 4 else 4, stages=3,
+                       min_blocks=1 if mt >= 8 else 2, xh=1 if M >= XH_MIN_M else 0)
 
 
 def _divisors(n: int) -> list[int]:

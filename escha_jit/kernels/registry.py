@@ -10,11 +10,20 @@ from typing import Any, Iterator
 
 from ..spec import KernelSpec, vendor_of
 from ..trellis import all_rate_codebooks
-from . import fused, hadamard, reconstruct
+from . import fused, hadamard, prep, reconstruct
 
 DTYPES = ("f16", "bf16", "f32")
 FUSED_DTYPES = ("f16", "bf16")
-FUSED_M_TILES = (1, 2, 4, 8, 16)
+
+
+def fused_default_configs() -> list:
+    """The distinct default fused configurations over every M the fused kernel takes."""
+    seen = []
+    for M in range(1, fused.MAX_M + 1):
+        c = fused.default_config(M)
+        if c not in seen:
+            seen.append(c)
+    return seen
 
 
 def _fused_supported(arch: str) -> bool:
@@ -34,10 +43,14 @@ def shipped_specs(arch: str, full: bool = True) -> Iterator[tuple[KernelSpec, di
                 yield s, hadamard.render_extra(s)
     if not _fused_supported(arch):
         return
+    for dt in FUSED_DTYPES:
+        s = prep.spec_for(arch, dt)
+        yield s, prep.render_extra(s)
+    configs = fused_default_configs()
     for K, cb in pairs:
         for dt in FUSED_DTYPES:
-            for mt in FUSED_M_TILES:
-                if not full and (K != 4.0 or dt != "f16" or mt != 1):
+            for i, cfg in enumerate(configs):
+                if not full and (K != 4.0 or dt != "f16" or i != 0):
                     continue
-                s = fused.spec_for(arch, K, cb, dt, dt, fused.default_config(16 * mt))
+                s = fused.spec_for(arch, K, cb, dt, dt, cfg)
                 yield s, fused.render_extra(s)

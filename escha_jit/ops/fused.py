@@ -6,6 +6,7 @@ from typing import Optional
 
 import torch
 
+from ..kernels import prep
 from ..kernels.fused import (ARGS, COLS, MAX_M, FusedConfig, FusedLaunch, default_config, default_launch,
                              render_extra, smem_layout, spec_for)
 from ..reference import LinearWeights
@@ -25,6 +26,20 @@ class _Scratch:
     def __init__(self):
         self._lock = threading.Lock()
         self._bufs: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def xh(self, device: torch.device, M: int, IC: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """fp16 [M*IC] buffer and int32 [M] exponents for the prep kernel's output."""
+        key = ("xh", device.index if device.index is not None else torch.cuda.current_device())
+        with self._lock:
+            buf, ex = self._bufs.get(key, (None, None))
+            if buf is None or buf.numel() < M * IC or ex.numel() < M:
+                if torch.cuda.is_current_stream_capturing():
+                    raise RuntimeError("escha_jit: the prep buffer must grow inside CUDA-graph capture; "
+                                       "run each layer once with the largest M before capturing")
+                buf = torch.empty(max(M * IC, buf.numel() if buf is not None else 0), dtype=torch.float16, device=device)
+                ex = torch.empty(max(M, ex.numel() if ex is not None else 0, 1), dtype=torch.int32, device=device)
+                self._bufs[key] = (buf, ex)
+            return buf, ex
 
     def get(self, device: torch.device, ws_floats: int, groups: int) -> tuple[torch.Tensor, torch.Tensor]:
         key = device.index if device.index is not None else torch.cuda.current_device()
@@ -113,12 +128,19 @@ def fused_linear(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] 
     k = kernel_for(spec, dev, ARGS, render_extra(spec))
     groups = OC // COLS
     stream = torch.cuda.current_stream(dev).cuda_stream
+    xh = xh_exp = None
+    if cfg.xh:
+        xh, xh_exp = scratch.xh(dev, M, IC)
+        ps = prep.spec_for(spec.arch, spec.in_dtype)
+        pk = kernel_for(ps, dev, prep.ARGS, prep.render_extra(ps))
+        pk.launch((M,), (prep.THREADS,), (x, x.stride(0), w.rin, w.s_in, xh, xh_exp, IC, w.logical_in), stream=stream)
     if launch.splits > 1:
         ws, cnt = scratch.get(dev, launch.splits * M * OC, groups)
     else:
         ws = cnt = None
     k.launch((groups, launch.splits), (32 * cfg.warps,),
              (x, x.stride(0), out, out.stride(0), w.code, w.rin, w.s_in, w.rout, w.s_out, bias32,
-              M, IC, OC, kr, w.logical_in, w.logical_out, ws, cnt, lay.off_tr, lay.off_red, lay.off_exp),
+              M, IC, OC, kr, w.logical_in, w.logical_out, ws, cnt, lay.off_tr, lay.off_red, lay.off_exp,
+              xh, xh_exp),
              smem=lay.total, stream=stream)
     return out

@@ -21,18 +21,37 @@ def linear(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] = None
     return linear_unfused(x, w, out=out)
 
 
+def _mm_f32(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """fp16 x fp16 -> fp32 product on the vendor GEMM (fp32 output where torch offers it)."""
+    try:
+        return torch.mm(a, b, out_dtype=torch.float32)
+    except (TypeError, RuntimeError, NotImplementedError):
+        return torch.mm(a, b).float()
+
+
 def linear_unfused(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] = None,
                    weight: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """y [M, out_features] = x [M, in_features] @ W. fp16 x multiplies in fp16 (fp32 accumulate);
-    bf16 / fp32 x in fp32 (fp16 could overflow on bf16's range). ``weight`` may pass a
-    precomputed What; ``out`` a [M, out_features] view (unit last stride) to write into."""
-    M = x.shape[0]
+    """y [M, out_features] = x [M, in_features] @ W for any M: Hadamard(x * s_in * rin) -> fp16
+    GEMM with the reconstructed What (fp32 accumulate and output) -> Hadamard * rout * s_out.
+
+    The rotated activations enter the fp16 GEMM scaled per row by a power of two that keeps them
+    inside fp16's range (bf16 / fp32 inputs may exceed it); the product is scaled back exactly.
+    ``weight`` may pass a precomputed What; ``out`` a [M, out_features] view (unit last stride).
+    """
     if w.logical_in != w.IC:
         x = torch.nn.functional.pad(x, (0, w.IC - w.logical_in))
-    mm_dtype = torch.float16 if x.dtype == torch.float16 else torch.float32
-    xh = hadamard128(x, r_pre=w.rin, s_pre=w.s_in, out_dtype=mm_dtype)
+    if x.dtype == torch.float16 and w.s_in is None:
+        xh = hadamard128(x, r_pre=w.rin, out_dtype=torch.float16)
+        row_scale = None
+    else:
+        xh32 = hadamard128(x, r_pre=w.rin, s_pre=w.s_in, out_dtype=torch.float32)
+        amax = xh32.abs().amax(dim=1, keepdim=True).clamp_min(1.0)
+        row_scale = torch.exp2(torch.ceil(torch.log2(amax / 16384.0)).clamp_min(0))   # powers of two
+        xh = (xh32 / row_scale).to(torch.float16)
     What = weight if weight is not None else reconstruct(w.code, w.K, w.codebook)
-    t = xh @ What.to(mm_dtype)
+    t = _mm_f32(xh, What)
+    if row_scale is not None:
+        t *= row_scale
     padded_out = w.logical_out != w.OC
     target = out if (out is not None and not padded_out) else None
     y = hadamard128(t, r_post=w.rout, s_post=w.s_out, out_dtype=out.dtype if out is not None else x.dtype, out=target)

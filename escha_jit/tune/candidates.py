@@ -21,7 +21,7 @@ class Candidate:
 
     def key(self) -> str:
         c, l = self.cfg, self.launch
-        return f"w{c.warps}_mt{c.m_tiles}_r{c.rows_per_stage}_s{c.stages}_b{c.min_blocks}_S{l.splits}"
+        return f"w{c.warps}_mt{c.m_tiles}_r{c.rows_per_stage}_s{c.stages}_b{c.min_blocks}_x{c.xh}_S{l.splits}"
 
 
 def _divisors(n: int) -> list[int]:
@@ -29,7 +29,7 @@ def _divisors(n: int) -> list[int]:
 
 
 def fused_candidates(arch: str, K: float, IC: int, OC: int, M: int, sms: int,
-                     warps=(4, 8), rows=(2, 4, 8), stages=(2, 3, 4), min_blocks=(1, 2, 3),
+                     warps=(4, 8), rows=(2, 4, 8), stages=(2, 3, 4), min_blocks=(1, 2, 3), xh=(0, 1),
                      max_waves: float = 8.0, min_waves: float = 0.5) -> list[Candidate]:
     """Every (config, launch) that fits the arch's shared memory and registers and tiles the
     problem; ordered deterministically."""
@@ -39,12 +39,12 @@ def fused_candidates(arch: str, K: float, IC: int, OC: int, M: int, sms: int,
     groups = OC // 128
     cap = SMEM_CAP.get(arch, 99 * 1024)
     out = []
-    for w, r, st, mb in itertools.product(warps, rows, stages, min_blocks):
+    for w, r, st, mb, xm in itertools.product(warps, rows, stages, min_blocks, xh):
         threads = 32 * w
         regs_cap = REG_FILE.get(arch, 65536) // (threads * mb)
         if regs_cap < 64 + 8 * mt * (8 // w):              # accumulators + decode state must fit
             continue
-        cfg = FusedConfig(warps=w, m_tiles=mt, rows_per_stage=r, stages=st, min_blocks=mb)
+        cfg = FusedConfig(warps=w, m_tiles=mt, rows_per_stage=r, stages=st, min_blocks=mb, xh=xm)
         for S in _divisors(IC // 128):
             blocks = groups * S
             if not (min_waves * sms <= blocks <= max_waves * sms) and S != 1:

@@ -85,9 +85,11 @@ class FusedTimer:
         self.outs = [torch.empty(p.M, p.OC, device=self.device, dtype=p.dtype) for _ in self.layers]
 
     def specs(self, cands: Sequence[Candidate]):
+        from ..kernels import prep
         arch = arch_of(self.device)
         dt = DTYPE_NAMES[self.p.dtype]
-        out = {}
+        ps = prep.spec_for(arch, dt)
+        out = {ps: prep.render_extra(ps)}
         for c in cands:
             s = spec_for(arch, self.p.K, self.p.codebook, dt, dt, c.cfg)
             out[s] = render_extra(s)

@@ -33,16 +33,8 @@
 
 namespace escha {
 
-// 2^e for e in [-126, 127] (exact, no libm)
-ESCHA_DEVICE float exp2i(int e) { return __int_as_float((127 + e) << 23); }
-
-// Smallest e >= 0 with bound * 2^-e < 2^15 (so a fp16 cast cannot overflow).
-ESCHA_DEVICE int fp16_safe_exponent(float bound) {
-    int ex = ((__float_as_int(bound) >> 23) & 0xFF) - 127;   // floor(log2(bound)) for normal bounds
-    return ex >= 15 ? ex - 14 : 0;
-}
-
-template <int K2, int CB, typename in_t, typename out_t, int WARPS, int MT, int RB, int STAGES, int TR_BYTES>
+template <int K2, int CB, typename in_t, typename out_t, int WARPS, int MT, int RB, int STAGES, int TR_BYTES,
+          bool XH>
 struct FusedLinear {
     static constexpr int COLS = 128;                   // output columns per block (one Hadamard block)
     static constexpr int TILES_N = COLS / 16;           // 8 tile columns per block
@@ -67,6 +59,7 @@ struct FusedLinear {
         int in_valid, out_valid;                       // logical dims (<= IC / OC when padded)
         float* ws; int* counters;
         int off_tr, off_red, off_exp;                  // byte offsets into dynamic shared memory
+        const half_t* xh; const int* xh_exp;           // XH: the A operand precomputed by prep.hip.j2
     };
 
     ESCHA_DEVICE static void run(const Args& p, unsigned char* smem) {
@@ -115,55 +108,69 @@ struct FusedLinear {
                 if (PIECES % ESCHA_WAVE == 0 || i * ESCHA_WAVE + lane < PIECES)
                     async_copy16(piece_dst[i] + slot_bytes, src + piece_src[i]);
         };
+        if (threadIdx.x < 4) reinterpret_cast<u32*>(zero16)[threadIdx.x] = 0u;
+        if (threadIdx.x == 4) flag[1] = (int)0x8FFF8FFFu;   // the codebook mask, read back below
+        if constexpr (XH) {
+            // ---- the A operand was precomputed (prep kernel): copy its rows' K range, async
+            const int pieces_row = p.k_split / 8;              // 16-byte pieces per row
+            for (int c = threadIdx.x; c < p.M * pieces_row; c += blockDim.x) {
+                const int m = c / pieces_row, o = c % pieces_row;
+                async_copy16(smem_addr(xs + m * xs_ld + 8 * o), p.xh + (long long)m * p.IC + k_begin + 8 * o);
+            }
+            async_commit();                                     // group 0: A operand
+            for (int t = threadIdx.x; t < MP; t += blockDim.x) row_exp[t] = t < p.M ? p.xh_exp[t] : 0;
+        }
         #pragma unroll
         for (int s = 0; s < STAGES - 1; ++s) {               // start streaming before the prologue
             if (s < steps) load_step(s);
             async_commit();
         }
-
-        // ---- prologue: the block's K range of x -> scaled, Hadamard-rotated fp16 A operand.
-        // Optimistic single pass: every (row, 128-block) is stored unscaled; a row with a value
-        // that would not fit fp16 (|v| >= 2^15, e.g. large bf16 activations) gets the power-of-
-        // two exponent it needs (atomicMax over its blocks) and is redone below (rare).
-        if (threadIdx.x < 4) reinterpret_cast<u32*>(zero16)[threadIdx.x] = 0u;
-        if (threadIdx.x == 4) flag[1] = (int)0x8FFF8FFFu;   // the codebook mask, read back below
-        for (int t = threadIdx.x; t < MP; t += blockDim.x) row_exp[t] = 0;
-        __syncthreads();
-        const int blocks_k = p.k_split / 128;
-        const bool vec = p.in_valid == p.IC && (p.ldx % 8) == 0 && (reinterpret_cast<u64>(p.x) % 16) == 0;
-        #pragma unroll 2
-        for (int item = wave; item < p.M * blocks_k; item += WARPS) {
-            const int m = item / blocks_k, kb = item % blocks_k;
-            const int k = k_begin + kb * 128 + 4 * lane;
-            float v[4];
-#if ESCHA_FUSED_DIAG != 3
-            load_scaled4(p, m, k, vec, v);
-            hadamard128_lane(v, lane);
-#else
-            #pragma unroll
-            for (int i = 0; i < 4; ++i) v[i] = 1.f;
-#endif
-            float amax = 0.f;
-            #pragma unroll
-            for (int i = 0; i < 4; ++i) { v[i] *= HAD128_SCALE; amax = fmaxf(amax, fabsf(v[i])); }
-            if (wave_any(!(amax < 32768.f))) {                    // rare: needs a row exponent
+        if constexpr (XH) {
+            async_wait<STAGES - 1>();                           // group 0 has landed
+            __syncthreads();
+        } else {
+            // ---- prologue: the block's K range of x -> scaled, Hadamard-rotated fp16 A operand.
+            // Optimistic single pass: every (row, 128-block) is stored unscaled; a row with a value
+            // that would not fit fp16 (|v| >= 2^15, e.g. large bf16 activations) gets the power-of-
+            // two exponent it needs (atomicMax over its blocks) and is redone below (rare).
+            for (int t = threadIdx.x; t < MP; t += blockDim.x) row_exp[t] = 0;
+            __syncthreads();
+            const int blocks_k = p.k_split / 128;
+            const bool vec = p.in_valid == p.IC && (p.ldx % 8) == 0 && (reinterpret_cast<u64>(p.x) % 16) == 0;
+            #pragma unroll 2
+            for (int item = wave; item < p.M * blocks_k; item += WARPS) {
+                const int m = item / blocks_k, kb = item % blocks_k;
+                const int k = k_begin + kb * 128 + 4 * lane;
+                float v[4];
+    #if ESCHA_FUSED_DIAG != 3
+                load_scaled4(p, m, k, vec, v);
+                hadamard128_lane(v, lane);
+    #else
                 #pragma unroll
-                for (int s = 16; s > 0; s >>= 1) amax = fmaxf(amax, shfl_xor(amax, s));
-                if (lane == 0) atomicMax(row_exp + m, fp16_safe_exponent(amax));    // >= 1 here
-                continue;
+                for (int i = 0; i < 4; ++i) v[i] = 1.f;
+    #endif
+                float amax = 0.f;
+                #pragma unroll
+                for (int i = 0; i < 4; ++i) { v[i] *= HAD128_SCALE; amax = fmaxf(amax, fabsf(v[i])); }
+                if (wave_any(!(amax < 32768.f))) {                    // rare: needs a row exponent
+                    #pragma unroll
+                    for (int s = 16; s > 0; s >>= 1) amax = fmaxf(amax, shfl_xor(amax, s));
+                    if (lane == 0) atomicMax(row_exp + m, fp16_safe_exponent(amax));    // >= 1 here
+                    continue;
+                }
+                store_half4(xs + m * xs_ld + kb * 128 + 4 * lane, v, 1.f);
             }
-            store_half4(xs + m * xs_ld + kb * 128 + 4 * lane, v, 1.f);
+            __syncthreads();
+            for (int item = wave; item < p.M * blocks_k; item += WARPS) {     // the rare rows, redone
+                const int m = item / blocks_k, kb = item % blocks_k;
+                if (row_exp[m] == 0) continue;
+                float v[4];
+                load_scaled4(p, m, k_begin + kb * 128 + 4 * lane, vec, v);
+                hadamard128_lane(v, lane);
+                store_half4(xs + m * xs_ld + kb * 128 + 4 * lane, v, HAD128_SCALE * exp2i(-row_exp[m]));
+            }
+            __syncthreads();
         }
-        __syncthreads();
-        for (int item = wave; item < p.M * blocks_k; item += WARPS) {     // the rare rows, redone
-            const int m = item / blocks_k, kb = item % blocks_k;
-            if (row_exp[m] == 0) continue;
-            float v[4];
-            load_scaled4(p, m, k_begin + kb * 128 + 4 * lane, vec, v);
-            hadamard128_lane(v, lane);
-            store_half4(xs + m * xs_ld + kb * 128 + 4 * lane, v, HAD128_SCALE * exp2i(-row_exp[m]));
-        }
-        __syncthreads();
 
         // A operand addresses of this lane (ldmatrix: lane l supplies row l % 16); rows >= M read
         // the 16 zero bytes instead (their column step is 0).

@@ -8,6 +8,15 @@ namespace escha {
 
 constexpr float HAD128_SCALE = 0.088388347648f;   // 1/sqrt(128) as the runtime applies it
 
+// 2^e for e in [-126, 127] (exact, no libm)
+ESCHA_DEVICE float exp2i(int e) { return __int_as_float((127 + e) << 23); }
+
+// Smallest e >= 0 with bound * 2^-e < 2^15, so values up to `bound` survive an fp16 cast.
+ESCHA_DEVICE int fp16_safe_exponent(float bound) {
+    int ex = ((__float_as_int(bound) >> 23) & 0xFF) - 127;   // floor(log2(bound)) for normal bounds
+    return ex >= 15 ? ex - 14 : 0;
+}
+
 ESCHA_DEVICE void hadamard128_lane(float (&v)[4], int lane) {
     float a0 = v[0] + v[1], a1 = v[0] - v[1], a2 = v[2] + v[3], a3 = v[2] - v[3];   // stride 1
     v[0] = a0 + a2; v[1] = a1 + a3; v[2] = a0 - a2; v[3] = a1 - a3;                 // stride 2

@@ -1,0 +1,16 @@
+"""Input preparation for the fused kernel's XH mode (templates/prep.hip.j2): spec and arguments."""
+from __future__ import annotations
+
+from ..spec import KernelSpec
+from . import DTYPE_CODES
+
+THREADS = 256
+ARGS = ("ptr", "i64", "ptr", "ptr", "ptr", "ptr", "i32", "i32")
+
+
+def spec_for(arch: str, in_dtype: str) -> KernelSpec:
+    return KernelSpec.make("prep", arch, in_dtype=in_dtype, out_dtype="f16", tile={"threads": THREADS})
+
+
+def render_extra(spec: KernelSpec) -> dict:
+    return {"in_code": DTYPE_CODES[spec.in_dtype]}
