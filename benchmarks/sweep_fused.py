@@ -19,9 +19,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from escha_jit.kernels.fused import default_config, default_launch  # noqa: E402
 from escha_jit.offline import compile_all  # noqa: E402
 from escha_jit.ops.common import arch_of  # noqa: E402
-from escha_jit.tune.candidates import Candidate, fused_candidates  # noqa: E402
-from escha_jit.tune.measure import FusedTimer, Problem  # noqa: E402
-from escha_jit.tune.search import successive_halving  # noqa: E402
+from escha_jit.autotune.candidates import Candidate, fused_candidates  # noqa: E402
+from escha_jit.autotune.measure import FusedTimer, Problem  # noqa: E402
+from escha_jit.autotune.search import successive_halving  # noqa: E402
 
 DEFAULT = ("4096x4096:2:mcg:1,4096x4096:4:mul1:16,14336x4096:3:mcg:4,4096x14336:3:mul1:1,"
            "8192x28672:2:mcg:1,8192x28672:4:mul1:16")

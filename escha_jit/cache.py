@@ -4,9 +4,14 @@ Layout under the cache dir (``escha_jit.env.cache_dir()``)::
 
     kernels-v1/<arch>/<key[:2]>/<key>.ekc     one code object, self-verifying (see _pack)
     kernels-v1/<arch>/<key[:2]>/<key>.lock    flock target for builders of that key
+    kernels-v1/<arch>/portable/<pkey>.ref     the key of a code object built from the same source,
+                                              arch and options by ANY compiler build (see below)
 
 ``key`` = sha256 over the rendered source, the headers it includes, the toolchain fingerprint
 (version AND build identity), the arch, the compile options and CACHE_FORMAT. Never mtimes.
+``pkey`` (portable key) is the same without the toolchain: a deployment that ships a prebuilt
+cache (``escha-jit prebuild``) and forbids compiling, or has no compiler at all, finds its code
+objects through it; a process with a working compiler always prefers the exact key.
 
 Concurrency: writers take an exclusive ``fcntl.flock`` on the key's lock file (released by the
 kernel if the holder dies), look again, compile, write a temp file in the same directory and
@@ -162,6 +167,35 @@ class KernelCache:
                         meta.get("compile_seconds", 0.0))
         return CacheEntry(key, path, co, meta, False)
 
+    def _ref_path(self, arch: str, pkey: str) -> str:
+        return os.path.join(self.root, arch, "portable", pkey + ".ref")
+
+    def lookup_portable(self, arch: str, pkey: str) -> Optional[CacheEntry]:
+        """A code object of the same source/arch/options built by any compiler, or None."""
+        if not self._disk_usable():
+            return None
+        try:
+            with open(self._ref_path(arch, pkey)) as f:
+                key = f.read().strip()
+        except OSError:
+            return None
+        if len(key) != 64 or any(c not in "0123456789abcdef" for c in key):
+            log.warning("portable reference %s is corrupt; ignoring it", self._ref_path(arch, pkey))
+            return None
+        return self.lookup(arch, key)
+
+    def _write_ref(self, arch: str, pkey: str, key: str) -> None:
+        d = os.path.dirname(self._ref_path(arch, pkey))
+        try:
+            os.makedirs(d, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=".ref")
+            with os.fdopen(fd, "w") as f:
+                f.write(key)
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, self._ref_path(arch, pkey))
+        except OSError as e:
+            log.debug("cannot write portable reference %s: %s", pkey, e)
+
     def lookup(self, arch: str, key: str) -> Optional[CacheEntry]:
         with self._lock:
             hit = self._memory.get(key)
@@ -213,15 +247,21 @@ class KernelCache:
             return False
 
     def get_or_build(self, key: str, arch: str, describe: str, build: Callable[[], CodeObject],
-                     meta: Optional[dict] = None) -> CacheEntry:
+                     meta: Optional[dict] = None, pkey: Optional[str] = None) -> CacheEntry:
         """The code object for ``key``: from memory, from disk, or built once across processes.
 
         ``describe`` names the kernel in errors and logs; ``build`` compiles it. With
-        ESCHA_JIT_NO_COMPILE=1 a miss raises CompileForbiddenError naming key and kernel.
+        ESCHA_JIT_NO_COMPILE=1 a miss of ``key`` falls back to the portable key ``pkey`` (a
+        prebuilt cache from another compiler build), then raises CompileForbiddenError naming
+        both keys and the kernel.
         """
         hit = self.lookup(arch, key)
         if hit is not None:
             return hit
+        if pkey and env.no_compile():
+            hit = self.lookup_portable(arch, pkey)
+            if hit is not None:
+                return hit
         path = self.path_for(arch, key)
         disk = self._disk_usable() and not self._readonly
         if disk:
@@ -239,8 +279,8 @@ class KernelCache:
                     return again
             if env.no_compile():
                 raise CompileForbiddenError(
-                    f"kernel {describe} (cache key {key}) is not in the cache {self.directory} and "
-                    f"compiling is forbidden (ESCHA_JIT_NO_COMPILE=1)")
+                    f"kernel {describe} (cache key {key}" + (f", portable key {pkey}" if pkey else "") +
+                    f") is not in the cache {self.directory} and compiling is forbidden (ESCHA_JIT_NO_COMPILE=1)")
             t0 = time.perf_counter()
             co = build()
             dt = time.perf_counter() - t0
@@ -250,6 +290,8 @@ class KernelCache:
             log.log(level, "compiled %s in %.2f s: %s", describe, dt,
                     "; ".join(f"{k}: {v}" for k, v in co.resources.items()) or "no resource report")
             written = disk and self._write(path, _pack(co, full_meta))
+            if written and pkey:
+                self._write_ref(arch, pkey, key)
             entry = CacheEntry(key, path if written else None, co, full_meta, True)
             with self._lock:
                 self._memory[key] = entry

@@ -141,6 +141,65 @@ def _add_compile(sub) -> None:
     p.set_defaults(fn=cmd_compile)
 
 
+def cmd_prebuild(args: argparse.Namespace) -> int:
+    from .offline import format_table
+    from .prebuild import prebuild
+    dtypes = args.dtypes.split(",")
+    rows, table = prebuild(args.checkpoint, args.arch, args.out, dtypes=dtypes, jobs=args.jobs,
+                           toolchain=args.toolchain)
+    bad = [r for r in rows if not r.ok]
+    if args.verbose or bad:
+        print(format_table(rows))
+    print(f"prebuilt {len(rows) - len(bad)}/{len(rows)} specializations for {args.arch} into {args.out} "
+          f"(tuned table: {table}); deploy with ESCHA_JIT_CACHE_DIR={args.out} ESCHA_JIT_NO_COMPILE=1")
+    return 1 if bad else 0
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    import torch
+    from .autotune.api import tune
+    from .autotune.shapes import checkpoint_shapes
+    dt = {"f16": torch.float16, "bf16": torch.bfloat16}
+    rep = tune(None, shapes=checkpoint_shapes(args.checkpoint), m_buckets=[int(m) for m in args.m_buckets.split(",")],
+               dtypes=[dt[d] for d in args.dtypes.split(",")], budget_s=args.budget, save=not args.dry_run)
+    print(rep.summary())
+    return 0
+
+
+def cmd_cache(args: argparse.Namespace) -> int:
+    from .cache import default_cache
+    c = default_cache()
+    if args.action == "clear":
+        print(f"removed {c.clear()} code objects from {c.directory}")
+        return 0
+    entries = c.entries()
+    for e in entries:
+        print(f"{e.get('describe', '?'):<80} {e['bytes']:>8} B {'ok' if e['valid'] else 'CORRUPT'}")
+    print(f"{len(entries)} code objects in {c.directory}")
+    return 0
+
+
+def _add_jit_commands(sub) -> None:
+    p = sub.add_parser("prebuild", help="compile what a checkpoint needs for an arch into a shippable cache dir")
+    p.add_argument("checkpoint")
+    p.add_argument("--arch", required=True)
+    p.add_argument("--out", required=True, help="the cache directory to create")
+    p.add_argument("--dtypes", default="f16,bf16", help="activation dtypes to cover")
+    p.add_argument("--toolchain", default=None, choices=("nvrtc", "hiprtc", "clang-amdgpu"))
+    p.add_argument("-j", "--jobs", type=int, default=None)
+    p.set_defaults(fn=cmd_prebuild)
+    p = sub.add_parser("tune", help="tune every coded projection of a checkpoint on this GPU")
+    p.add_argument("checkpoint")
+    p.add_argument("--m-buckets", default="1,2,4,8,16,32,64,128,256")
+    p.add_argument("--dtypes", default="f16")
+    p.add_argument("--budget", type=float, default=20.0, help="seconds of search per problem")
+    p.add_argument("--dry-run", action="store_true", help="measure but do not write the user table")
+    p.set_defaults(fn=cmd_tune)
+    p = sub.add_parser("cache", help="list or clear the kernel cache")
+    p.add_argument("action", choices=("list", "clear"))
+    p.set_defaults(fn=cmd_cache)
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="escha-jit", description=__doc__)
     ap.add_argument("--version", action="version", version=f"escha_jit {__version__}")
@@ -149,6 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("info", help="versions, GPUs, toolchains, cache dir").set_defaults(fn=cmd_info)
     _add_demo(sub)
     _add_compile(sub)
+    _add_jit_commands(sub)
     for extra in _EXTRA_COMMANDS:
         extra(sub)
     return ap

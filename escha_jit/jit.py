@@ -58,16 +58,32 @@ def compile_options(spec: KernelSpec) -> list[str]:
     return ["-O3"] if spec.vendor == "amd" else []
 
 
+PORTABLE = "portable"
+
+
 def compile_spec(spec: KernelSpec, extra: Optional[Mapping[str, Any]] = None,
                  cache: Optional[KernelCache] = None, toolchain: Optional[str] = None) -> CacheEntry:
-    """Render, key, and build-or-load the code object of ``spec``."""
+    """Render, key, and build-or-load the code object of ``spec``.
+
+    Without any usable compiler (a deployment machine), or with compiling forbidden, a code
+    object prebuilt elsewhere for the same source, arch and options is found by its portable key.
+    """
     source = render(spec, extra)
-    tc = toolchain_for(spec.arch, toolchain)
     options = compile_options(spec)
-    key = cache_key(source, headers_digest(), tc.fingerprint(), spec.arch, options)
+    hdr = headers_digest()
+    pkey = cache_key(source, hdr, PORTABLE, spec.arch, options)
     cache = cache or default_cache()
+    try:
+        tc = toolchain_for(spec.arch, toolchain)
+    except ToolchainUnavailable:
+        hit = cache.lookup_portable(spec.arch, pkey)
+        if hit is not None:
+            return hit
+        raise
+    key = cache_key(source, hdr, tc.fingerprint(), spec.arch, options)
 
     def build():
         return tc.compile(source, spec.arch, options, name=spec.kernel_name() + ".hip", include_dirs=[include_dir()])
 
-    return cache.get_or_build(key, spec.arch, str(spec), build, meta={"spec": spec.to_json(), "toolchain_name": tc.name})
+    return cache.get_or_build(key, spec.arch, str(spec), build,
+                              meta={"spec": spec.to_json(), "toolchain_name": tc.name}, pkey=pkey)

@@ -13,7 +13,8 @@ tail -1 "$OUT/compile_sm90.txt"
 rc=0
 for w in $what; do
   case "$w" in
-    tests|all) timeout 420 python3 -m pytest -q -rf tests/test_gpu_kernels.py 2>&1 | tee "$OUT/pytest_gpu.log" | tail -25 || rc=1 ;;&
+    tune) timeout 400 python3 benchmarks/tune_shapes.py --out "$OUT/sm_90.json" --report "$OUT/tune_report.json" ${TUNE_ARGS:-} 2>&1 | tee "$OUT/tune.log" | tail -30 || rc=1 ;;
+    tests|all) timeout 420 python3 -m pytest -q -rf tests/test_gpu_*.py $(ls tests/test_amd_on_nvidia.py 2>/dev/null) 2>&1 | tee "$OUT/pytest_gpu.log" | tail -25 || rc=1 ;;&
     jit|all) timeout 300 python3 benchmarks/jit_times.py --out "$OUT/jit_times.json" 2>&1 | tail -20 || rc=1 ;;&
     sweep) timeout 500 python3 benchmarks/sweep_fused.py --out "$OUT/sweep.json" ${SWEEP_ARGS:-} 2>&1 | tee "$OUT/sweep.log" | tail -60 || rc=1 ;;
     bench|all) timeout 540 python3 benchmarks/bench_linear.py --out "$OUT/bench_linear.json" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.log" | tail -70 || rc=1 ;;

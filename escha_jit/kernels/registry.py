@@ -26,8 +26,9 @@ def fused_default_configs() -> list:
     return seen
 
 
-def _fused_supported(arch: str) -> bool:
-    return vendor_of(arch) == "nvidia"          # the gfx12 WMMA variant: issue 5
+def fused_supported(arch: str) -> bool:
+    """NVIDIA (mma.m16n8k16) and AMD gfx12 / RDNA4 (wave32 WMMA, include/escha/matunit_wmma.h)."""
+    return vendor_of(arch) == "nvidia" or arch.startswith("gfx12")
 
 
 def shipped_specs(arch: str, full: bool = True) -> Iterator[tuple[KernelSpec, dict[str, Any]]]:
@@ -41,7 +42,7 @@ def shipped_specs(arch: str, full: bool = True) -> Iterator[tuple[KernelSpec, di
             if full or i == o:
                 s = hadamard.spec_for(arch, i, o)
                 yield s, hadamard.render_extra(s)
-    if not _fused_supported(arch):
+    if not fused_supported(arch):
         return
     for dt in FUSED_DTYPES:
         s = prep.spec_for(arch, dt)

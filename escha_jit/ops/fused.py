@@ -1,6 +1,7 @@
 """The fused coded linear, torch entry point (the kernel side lives in escha_jit.kernels.fused)."""
 from __future__ import annotations
 
+import dataclasses
 import threading
 from typing import Optional
 
@@ -10,6 +11,7 @@ from ..kernels import prep
 from ..kernels.fused import (ARGS, COLS, MAX_M, FusedConfig, FusedLaunch, default_config, default_launch,
                              render_extra, smem_layout, spec_for)
 from ..reference import LinearWeights
+from ..autotune.table import entry_key, tables
 from ..trellis import check_rate_codebook, tile_words
 from .common import DTYPE_NAMES, arch_of, check_tensor, kernel_for
 
@@ -59,15 +61,21 @@ class _Scratch:
 
 scratch = _Scratch()
 _SMS: dict[int, int] = {}
-_LAUNCH: dict[tuple, FusedLaunch] = {}
 
 
-def _default_launch(cfg: FusedConfig, K: float, IC: int, OC: int, M: int, dev: torch.device) -> FusedLaunch:
-    key = (cfg, K, IC, OC, M, dev.index)
-    got = _LAUNCH.get(key)
-    if got is None:
-        got = _LAUNCH[key] = default_launch(cfg, K, IC, OC, M, _sms(dev))
-    return got
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """Everything a call of one (layer shape, dtypes, M) needs, resolved once: config, launch,
+    shared-memory layout and the loaded kernels. Later calls are one dictionary lookup."""
+    cfg: FusedConfig
+    launch: FusedLaunch
+    layout: object
+    kernel: object
+    prep: object
+    source: str                    # "table" or "heuristic" or "explicit"
+
+
+_PLANS: dict[tuple, Plan] = {}
 
 
 def _sms(device: torch.device) -> int:
@@ -75,6 +83,46 @@ def _sms(device: torch.device) -> int:
     if idx not in _SMS:
         _SMS[idx] = torch.cuda.get_device_properties(idx).multi_processor_count
     return _SMS[idx]
+
+
+def _fits(cfg: FusedConfig, launch: FusedLaunch, IC: int, M: int) -> bool:
+    kr = IC // launch.splits
+    return (16 * cfg.m_tiles >= M and IC % launch.splits == 0 and kr % 128 == 0
+            and kr % (16 * cfg.rows_per_stage) == 0)
+
+
+def plan_for(dev: torch.device, K: float, codebook: str, IC: int, OC: int, in_dt: str, out_dt: str, M: int,
+             cfg: Optional[FusedConfig] = None, launch: Optional[FusedLaunch] = None) -> Plan:
+    """The plan of a call: explicit config/launch, else the tuned table's entry for the M bucket,
+    else the heuristic. Compiles / loads kernels on first use (never inside graph capture)."""
+    idx = dev.index if dev.index is not None else torch.cuda.current_device()
+    key = (idx, K, codebook, IC, OC, in_dt, out_dt, M, cfg, launch)
+    p = _PLANS.get(key)
+    if p is not None:
+        return p
+    arch = arch_of(dev)
+    source = "explicit"
+    if cfg is None and launch is None:
+        e = tables().lookup(arch, entry_key("fused", K, codebook, IC, OC, in_dt, M))
+        if e is not None and _fits(e.cfg, e.launch, IC, M):
+            cfg, launch, source = e.cfg, e.launch, "table"
+        else:
+            source = "heuristic"
+    cfg = cfg or default_config(M)
+    if 16 * cfg.m_tiles < M:
+        raise ValueError(f"config {cfg} covers M <= {16 * cfg.m_tiles}, got M={M}")
+    launch = launch or default_launch(cfg, K, IC, OC, M, _sms(dev))
+    if not _fits(cfg, launch, IC, M):
+        raise ValueError(f"launch {launch} does not tile IC={IC}: IC/S must be a multiple of 128 and of "
+                         f"16*rows_per_stage={16 * cfg.rows_per_stage}")
+    spec = spec_for(arch, K, codebook, in_dt, out_dt, cfg)
+    k = kernel_for(spec, dev, ARGS, render_extra(spec))
+    pk = None
+    if cfg.xh:
+        ps = prep.spec_for(arch, in_dt)
+        pk = kernel_for(ps, dev, prep.ARGS, prep.render_extra(ps))
+    p = _PLANS[key] = Plan(cfg, launch, smem_layout(cfg, K, M, IC // launch.splits), k, pk, source)
+    return p
 
 
 def fused_linear(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] = None,
@@ -115,30 +163,21 @@ def fused_linear(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] 
             raise ValueError(f"out must have unit stride in its last dim, got strides {out.stride()}")
     if M == 0:
         return out
-    cfg = cfg or default_config(M)
-    if 16 * cfg.m_tiles < M:
-        raise ValueError(f"config {cfg} covers M <= {16 * cfg.m_tiles}, got M={M}")
-    launch = launch or _default_launch(cfg, w.K, IC, OC, M, dev)
+    plan = plan_for(dev, w.K, w.codebook, IC, OC, DTYPE_NAMES[x.dtype], DTYPE_NAMES[out.dtype], M, cfg, launch)
+    cfg, launch, lay = plan.cfg, plan.launch, plan.layout
     kr = IC // launch.splits
-    if IC % launch.splits or kr % 128 or kr % (16 * cfg.rows_per_stage):
-        raise ValueError(f"launch {launch} does not tile IC={IC}: IC/S must be a multiple of 128 and of "
-                         f"16*rows_per_stage={16 * cfg.rows_per_stage}")
-    lay = smem_layout(cfg, w.K, M, kr)
-    spec = spec_for(arch_of(dev), w.K, w.codebook, DTYPE_NAMES[x.dtype], DTYPE_NAMES[out.dtype], cfg)
-    k = kernel_for(spec, dev, ARGS, render_extra(spec))
     groups = OC // COLS
     stream = torch.cuda.current_stream(dev).cuda_stream
     xh = xh_exp = None
     if cfg.xh:
         xh, xh_exp = scratch.xh(dev, M, IC)
-        ps = prep.spec_for(spec.arch, spec.in_dtype)
-        pk = kernel_for(ps, dev, prep.ARGS, prep.render_extra(ps))
-        pk.launch((M,), (prep.THREADS,), (x, x.stride(0), w.rin, w.s_in, xh, xh_exp, IC, w.logical_in), stream=stream)
+        plan.prep.launch((M,), (prep.THREADS,), (x, x.stride(0), w.rin, w.s_in, xh, xh_exp, IC, w.logical_in),
+                         stream=stream)
     if launch.splits > 1:
         ws, cnt = scratch.get(dev, launch.splits * M * OC, groups)
     else:
         ws = cnt = None
-    k.launch((groups, launch.splits), (32 * cfg.warps,),
+    plan.kernel.launch((groups, launch.splits), (32 * cfg.warps,),
              (x, x.stride(0), out, out.stride(0), w.code, w.rin, w.s_in, w.rout, w.s_out, bias32,
               M, IC, OC, kr, w.logical_in, w.logical_out, ws, cnt, lay.off_tr, lay.off_red, lay.off_exp,
               xh, xh_exp),

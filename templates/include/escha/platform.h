@@ -19,6 +19,17 @@ ESCHA_DEVICE To bit_cast(const From& v) {
     return *reinterpret_cast<const To*>(&v);
 }
 
+// x, but opaque to the optimiser (no instruction is emitted): an address sum passed through it is
+// not reassociated with the constant offsets added later, so those fold into the load's offset
+// field. Needed on AMD, where LLVM otherwise hoists one (base + constant) VGPR per load out of
+// the loop and adds the loop-variant part to each (2 VALU per ds_load); a no-op on NVIDIA.
+ESCHA_DEVICE u32 opaque_u32(u32 x) {
+#if defined(ESCHA_AMD)
+    asm volatile("" : "+v"(x));
+#endif
+    return x;
+}
+
 // The activation/output element types by template name.
 template <int> struct dtype_of;
 template <> struct dtype_of<0> { using type = half_t; };   // f16

@@ -66,4 +66,43 @@ ESCHA_DEVICE f32x4 load_coherent(const f32x4* p) {
     return r;
 }
 
+
+// ---- LDS, lane exchange and global -> LDS copies (gfx12)
+// LDS is its own 32-bit address space (3) on AMD: an "LDS address" here is the offset inside the
+// workgroup's allocation, the same number the ds_* instructions take.
+typedef __attribute__((address_space(3))) unsigned char lds_u8;
+typedef __attribute__((address_space(3))) u32 lds_u32;
+typedef u32 u32v4 __attribute__((ext_vector_type(4)));      // 16 bytes in 4 VGPRs
+typedef __attribute__((address_space(3))) u32v4 lds_u32v4;
+
+// LDS address of a (generic) pointer into shared memory: addrspacecast to LDS, then its offset.
+ESCHA_DEVICE u32 smem_addr(const void* p) {
+    return (u32)(unsigned long long)(__attribute__((address_space(3))) const unsigned char*)p;
+}
+// A 32-bit word / 16 bytes of LDS by LDS address (ds_load_b32 / ds_load_b128).
+ESCHA_DEVICE u32 lds32(u32 saddr) { return *(const lds_u32*)(unsigned long long)saddr; }
+ESCHA_DEVICE u32v4 lds128(u32 saddr) { return *(const lds_u32v4*)(unsigned long long)saddr; }
+ESCHA_DEVICE void sts128(u32 saddr, u32v4 v) { *(lds_u32v4*)(unsigned long long)saddr = v; }
+
+// Value of `v` in lane `src` (0..31) of this wave: ds_bpermute_b32 (goes through the LDS crossbar
+// but touches no LDS memory). The NVIDIA twin of this function is __shfl_sync.
+ESCHA_DEVICE u32 lane_gather(u32 v, int src) { return (u32)__builtin_amdgcn_ds_bpermute(src << 2, (int)v); }
+
+// gfx12 has no asynchronous global -> LDS copy: cp.async does not exist and the VMEM -> LDS loads
+// (global_load_lds_*, feature vmem-to-lds-load-insts) are gfx9/gfx950/gfx1250 only, clang-22 rejects
+// __builtin_amdgcn_global_load_lds for gfx1201. So the copy is SYNCHRONOUS: a 16-byte global load
+// (non-temporal: streamed weights should not evict the x operand from the caches) into VGPRs and
+// a ds_store_b128; the wave waits for the load (s_waitcnt vmcnt) before the store. Completion and
+// visibility to the wave are immediate, so commit/wait only have to keep the compiler from moving
+// LDS accesses across them (a wavefront-scope fence: no instruction is emitted).
+// Memory latency is hidden by other resident waves, not by the stage pipeline of fused.h.
+constexpr bool HAS_ASYNC_COPY = false;
+ESCHA_DEVICE void async_copy16(u32 saddr, const void* gmem) {
+    const u32v4 v = __builtin_nontemporal_load(reinterpret_cast<const u32v4*>(gmem));
+    sts128(saddr, v);
+}
+ESCHA_DEVICE void async_commit() { __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront"); }
+template <int N>
+ESCHA_DEVICE void async_wait() { __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront"); }
+
 }  // namespace escha

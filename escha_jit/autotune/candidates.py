@@ -45,14 +45,16 @@ def fused_candidates(arch: str, K: float, IC: int, OC: int, M: int, sms: int,
         if regs_cap < 64 + 8 * mt * (8 // w):              # accumulators + decode state must fit
             continue
         cfg = FusedConfig(warps=w, m_tiles=mt, rows_per_stage=r, stages=st, min_blocks=mb, xh=xm)
+        fitting = []
         for S in _divisors(IC // 128):
-            blocks = groups * S
-            if not (min_waves * sms <= blocks <= max_waves * sms) and S != 1:
-                continue
             kr = IC // S
-            if kr % 128 or kr % (16 * r):
+            if kr % 128 or kr % (16 * r) or smem_layout(cfg, K, M, kr).total * mb > cap:
                 continue
-            if smem_layout(cfg, K, M, kr).total * mb > cap:
-                continue
-            out.append(Candidate(cfg, FusedLaunch(S)))
+            fitting.append(S)
+        # enough blocks to fill the GPU, not so many that the split-K reduction dominates; when
+        # shared memory forces more splits than that (large M), the fewest that fit
+        chosen = [S for S in fitting if min_waves * sms <= groups * S <= max_waves * sms or S == 1]
+        if not chosen and fitting:
+            chosen = fitting[:1]
+        out.extend(Candidate(cfg, FusedLaunch(S)) for S in chosen)
     return out

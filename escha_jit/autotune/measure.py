@@ -73,6 +73,17 @@ def time_chain(calls: Sequence[Callable[[], None]], repeats: int) -> float:
     return statistics.median(times)
 
 
+def candidate_specs(arch: str, K: float, codebook: str, dtype: str, cands: Sequence[Candidate]):
+    """(spec, render extras) of every kernel the candidates need (fused variants + prep)."""
+    from ..kernels import prep
+    ps = prep.spec_for(arch, dtype)
+    out = {ps: prep.render_extra(ps)}
+    for c in cands:
+        s = spec_for(arch, K, codebook, dtype, dtype, c.cfg)
+        out[s] = render_extra(s)
+    return list(out.items())
+
+
 class FusedTimer:
     """timer(candidate, repeats) for successive_halving: one problem, weights made once."""
 
@@ -85,15 +96,7 @@ class FusedTimer:
         self.outs = [torch.empty(p.M, p.OC, device=self.device, dtype=p.dtype) for _ in self.layers]
 
     def specs(self, cands: Sequence[Candidate]):
-        from ..kernels import prep
-        arch = arch_of(self.device)
-        dt = DTYPE_NAMES[self.p.dtype]
-        ps = prep.spec_for(arch, dt)
-        out = {ps: prep.render_extra(ps)}
-        for c in cands:
-            s = spec_for(arch, self.p.K, self.p.codebook, dt, dt, c.cfg)
-            out[s] = render_extra(s)
-        return list(out.items())
+        return candidate_specs(arch_of(self.device), self.p.K, self.p.codebook, DTYPE_NAMES[self.p.dtype], cands)
 
     def __call__(self, c: Candidate, repeats: int) -> float:
         calls = [lambda w=w, y=y: fused_linear(self.x, w, out=y, cfg=c.cfg, launch=c.launch)

@@ -1,0 +1,56 @@
+"""Tune the PERF.md shapes (and the test checkpoints' shapes) on this GPU and write the table
+that ships in tuning/<arch>.json, with a report of tuned vs heuristic per problem.
+
+    python benchmarks/tune_shapes.py --out tuned.json [--buckets 1,4,16] [--budget 3]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from escha_jit.autotune.api import tune  # noqa: E402
+from escha_jit.autotune.shapes import LayerShape  # noqa: E402
+from escha_jit.autotune.table import TuningTable  # noqa: E402
+from escha_jit.synth import DEFAULT_RATES, llama_config, projection_shapes  # noqa: E402
+
+PERF_SHAPES = [(4096, 4096), (4096, 14336), (14336, 4096), (8192, 28672)]
+
+
+def shapes(ks=(2.0, 3.0, 4.0), cbs=("mcg", "mul1")):
+    out = [LayerShape(IC, OC, K, cb) for IC, OC in PERF_SHAPES for K in ks for cb in cbs]
+    cfg = llama_config()                                   # the synth test checkpoints (tests, demo)
+    for leaf, (_, fin, fout) in projection_shapes(cfg).items():
+        K, cb = DEFAULT_RATES[leaf]
+        s = LayerShape(-(-fin // 128) * 128, -(-fout // 128) * 128, K, cb)
+        if s not in out:
+            out.append(s)
+    return out
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default="tuned.json")
+    ap.add_argument("--report", default="tune_report.json")
+    ap.add_argument("--buckets", default="1,4,16")
+    ap.add_argument("--dtypes", default="f16,bf16")
+    ap.add_argument("--budget", type=float, default=3.0)
+    args = ap.parse_args(argv)
+    dt = {"f16": torch.float16, "bf16": torch.bfloat16}
+    t0 = time.perf_counter()
+    rep = tune(None, shapes=shapes(), m_buckets=[int(b) for b in args.buckets.split(",")],
+               dtypes=[dt[d] for d in args.dtypes.split(",")], budget_s=args.budget, save=True, progress=True)
+    print(rep.summary())
+    TuningTable.load(rep.table_path).save(args.out)
+    with open(args.report, "w") as f:
+        json.dump(dict(seconds=time.perf_counter() - t0, arch=rep.arch, gpu=torch.cuda.get_device_name(),
+                       rows=[r.__dict__ for r in rep.rows]), f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

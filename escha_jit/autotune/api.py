@@ -1,0 +1,169 @@
+"""``escha_jit.tune(model)`` and ``escha_jit.warmup(model)``: up-front work for every coded
+projection a model holds, so that serving never compiles or tunes (and can run in CUDA graphs).
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import time
+from typing import Iterable, Optional, Sequence
+
+import torch
+
+from .. import __version__
+from ..kernels.fused import MAX_M, default_config, default_launch
+from ..nn import EschaLinear
+from ..offline import compile_all
+from ..ops.common import DTYPE_NAMES, arch_of
+from ..progress import Progress
+from .candidates import Candidate, fused_candidates
+from .search import successive_halving
+from .shapes import LayerShape
+from .table import M_BUCKETS, Entry, TuningTable, entry_key, tables, user_table_path
+
+log = logging.getLogger(__name__)
+DEFAULT_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+# The grid tune() searches: the H200 sweeps (benchmarks/results) found warps, rows per stage, the
+# split count and the XH mode to matter and stages / min_blocks to move times by ~1 %.
+TUNE_GRID = dict(warps=(4, 8), rows=(4, 8), stages=(2, 3), min_blocks=(2,))
+
+
+def layer_shapes(model_or_layers) -> list[LayerShape]:
+    """The distinct coded-projection shapes of a model (EschaLinear modules), in first-seen order."""
+    mods = model_or_layers.modules() if isinstance(model_or_layers, torch.nn.Module) else model_or_layers
+    out: list[LayerShape] = []
+    for m in mods:
+        if isinstance(m, EschaLinear):
+            s = LayerShape(m.code.shape[0] * 16, m.code.shape[1] * 16, m.K, m.codebook)
+            if s not in out:
+                out.append(s)
+    return out
+
+
+@dataclasses.dataclass
+class TuneRow:
+    key: str
+    best: str
+    best_us: float
+    heuristic_us: float
+    candidates: int
+    measured: int
+    failed: int
+    seconds: float
+
+
+@dataclasses.dataclass
+class TuneReport:
+    arch: str
+    rows: list
+    table_path: Optional[str]
+    seconds: float
+
+    def summary(self) -> str:
+        lines = [f"{'problem':<44} {'best us':>8} {'heur us':>8} {'gain':>6} {'cands':>6} {'s':>5}  best config"]
+        for r in self.rows:
+            lines.append(f"{r.key:<44} {r.best_us:>8.2f} {r.heuristic_us:>8.2f} {r.heuristic_us / r.best_us:>6.2f} "
+                         f"{r.candidates:>6} {r.seconds:>5.1f}  {r.best}")
+        lines.append(f"{len(self.rows)} problems tuned for {self.arch} in {self.seconds:.1f} s"
+                     + (f"; table: {self.table_path}" if self.table_path else ""))
+        return "\n".join(lines)
+
+
+def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
+         dtypes: Sequence[torch.dtype] = (torch.float16,), budget_s: float = 20.0,
+         device: Optional[torch.device] = None, save: bool = True, progress: bool = True,
+         shapes: Optional[Iterable[LayerShape]] = None) -> TuneReport:
+    """Measure and record the best fused-kernel configuration of every (shape, dtype, M bucket)
+    of the model's coded projections. Writes the user table in the cache dir (it wins over the
+    shipped one) unless ``save`` is False. ``budget_s`` bounds each problem's search."""
+    from .measure import FusedTimer, Problem, candidate_specs
+    t_start = time.perf_counter()
+    dev = device or torch.device("cuda")
+    arch = arch_of(dev)
+    sms = torch.cuda.get_device_properties(dev).multi_processor_count
+    shapes = list(shapes) if shapes is not None else layer_shapes(model_or_layers)
+    buckets = sorted({b for b in m_buckets if b <= MAX_M})
+    problems = [Problem(s.IC, s.OC, s.K, s.codebook, M, dt) for s in shapes for dt in dtypes for M in buckets]
+    bar = Progress(len(problems) + 1, "tune", enabled=progress)
+    timers, specs = [], {}
+    for p in problems:
+        cands = fused_candidates(arch, p.K, p.IC, p.OC, p.M, sms, **TUNE_GRID, xh=(0, 1) if p.M <= 4 else (1,))
+        specs.update(dict(candidate_specs(arch, p.K, p.codebook, DTYPE_NAMES[p.dtype], cands + [_heuristic(p, sms)])))
+        timers.append((p, cands, None))
+    compile_all(arch, specs=list(specs.items()), jobs=os.cpu_count())
+    bar.update(f"compiled {len(specs)} specializations")
+    table = TuningTable({"device": torch.cuda.get_device_name(dev), "arch": arch, "sm_count": sms,
+                         "toolchain": _toolchain_id(arch), "package_version": __version__,
+                         "date": time.strftime("%Y-%m-%d %H:%M:%S"), "method": "CUDA-graph replay over distinct "
+                         "weight copies (3x L2), successive halving, median"}, {})
+    rows = []
+    for p, cands, _ in timers:
+        t0 = time.perf_counter()
+        timer = FusedTimer(p, dev)
+        heur = _heuristic(p, sms)
+        t_heur = timer(heur, 15)
+        rep = successive_halving(cands, timer, budget_s=budget_s, describe=Candidate.key)
+        best = rep.best
+        key = entry_key("fused", p.K, p.codebook, p.IC, p.OC, DTYPE_NAMES[p.dtype], p.M)
+        if best is None or best.seconds > t_heur:         # never record something slower than the heuristic
+            choice, us = heur, t_heur
+        else:
+            choice, us = best.candidate, best.seconds
+        runner = next((r for r in rep.ranked if r.candidate != choice), None)
+        table.entries[key] = Entry(choice.cfg, choice.launch, us * 1e6, {
+            "weight_gb_s": round(p.IC * p.OC * p.K / 8 / us / 1e9, 1), "heuristic_us": round(t_heur * 1e6, 3),
+            "runner_up": None if runner is None else {"config": dataclasses.asdict(runner.candidate.cfg),
+                                                       "launch": dataclasses.asdict(runner.candidate.launch),
+                                                       "us": round(runner.seconds * 1e6, 3)}})
+        rows.append(TuneRow(key, choice.key(), us * 1e6, t_heur * 1e6, len(cands), rep.measured, len(rep.failed),
+                            time.perf_counter() - t0))
+        bar.update(key)
+        del timer
+        torch.cuda.empty_cache()
+    path = None
+    if save:
+        path = user_table_path(arch)
+        try:
+            old = TuningTable.load(path)
+        except (FileNotFoundError, ValueError):
+            old = TuningTable()
+        old.merged(table).save(path)
+        tables().invalidate()
+    return TuneReport(arch, rows, path, time.perf_counter() - t_start)
+
+
+def _heuristic(p, sms) -> Candidate:
+    cfg = default_config(p.M)
+    return Candidate(cfg, default_launch(cfg, p.K, p.IC, p.OC, p.M, sms))
+
+
+def _toolchain_id(arch: str) -> str:
+    from ..jit import toolchain_for
+    try:
+        return toolchain_for(arch).version()
+    except Exception as e:  # noqa: BLE001
+        return f"unknown ({e})"
+
+
+def warmup(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
+           dtypes: Sequence[torch.dtype] = (torch.float16,), device: Optional[torch.device] = None,
+           progress: bool = False) -> int:
+    """Compile (or load from the cache) and load every kernel the model's coded projections need
+    for these M buckets and dtypes, and size the scratch buffers for the largest M, without
+    measuring anything. Returns the number of plans made. Run it before CUDA-graph capture."""
+    mods = [m for m in (model_or_layers.modules() if isinstance(model_or_layers, torch.nn.Module)
+                        else model_or_layers) if isinstance(m, EschaLinear)]
+    n = 0
+    sizes = sorted(set(m_buckets) | ({MAX_M + 1} if max(m_buckets) > MAX_M else set()), reverse=True)
+    bar = Progress(len(mods) * len(dtypes) * len(sizes), "warmup", enabled=progress)
+    with torch.no_grad():
+        for mod in mods:
+            dev = device or mod.code.device
+            for dt in dtypes:
+                for M in sizes:                                    # largest first: scratch sized once
+                    mod(torch.zeros(M, mod.in_features, dtype=dt, device=dev))
+                    n += 1
+                    bar.update()
+    torch.cuda.synchronize()
+    return n

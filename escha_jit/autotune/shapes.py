@@ -1,0 +1,67 @@
+"""Coded-projection shapes of a model, and the kernel specializations they need (torch-free
+except for reading checkpoints)."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Iterable, Optional, Sequence
+
+from ..kernels import fused, hadamard, prep, reconstruct
+from ..kernels.registry import DTYPES, fused_default_configs, fused_supported
+from ..spec import KernelSpec
+from .table import M_BUCKETS, TuningTable, entry_key
+
+
+@dataclasses.dataclass(frozen=True)
+class LayerShape:
+    IC: int
+    OC: int
+    K: float
+    codebook: str
+
+
+def checkpoint_shapes(path: str) -> list[LayerShape]:
+    """Distinct shapes of the coded projections of a checkpoint directory (validates it)."""
+    from ..format import open_checkpoint
+    ck = open_checkpoint(path)
+    out: list[LayerShape] = []
+    for layer in ck.coded.values():
+        s = LayerShape(layer.IC, layer.OC, layer.K, layer.codebook)
+        if s not in out:
+            out.append(s)
+    return out
+
+
+def model_specs(arch: str, shapes: Iterable[LayerShape], dtypes: Sequence[str] = ("f16", "bf16"),
+                table: Optional[TuningTable] = None) -> list[tuple[KernelSpec, dict]]:
+    """Every specialization a model with these projections can dispatch to on ``arch``: the
+    fused kernel under each default configuration (the heuristic covers any M <= 256) and each
+    tuned entry, the prep kernel, and the prefill path (reconstruct + Hadamards)."""
+    out: dict[KernelSpec, dict] = {}
+
+    def add(s: KernelSpec, extra: dict) -> None:
+        out.setdefault(s, extra)
+
+    for i in DTYPES:
+        for o in DTYPES:
+            s = hadamard.spec_for(arch, i, o)
+            add(s, hadamard.render_extra(s))
+    shapes = list(shapes)
+    for sh in shapes:
+        s = reconstruct.spec_for(arch, sh.K, sh.codebook)
+        add(s, reconstruct.render_extra(s))
+    if not fused_supported(arch):
+        return list(out.items())
+    for dt in dtypes:
+        s = prep.spec_for(arch, dt)
+        add(s, prep.render_extra(s))
+        for sh in shapes:
+            cfgs = list(fused_default_configs())
+            if table is not None:
+                for M in M_BUCKETS:
+                    e = table.entries.get(entry_key("fused", sh.K, sh.codebook, sh.IC, sh.OC, dt, M))
+                    if e is not None and e.cfg not in cfgs:
+                        cfgs.append(e.cfg)
+            for cfg in cfgs:
+                s = fused.spec_for(arch, sh.K, sh.codebook, dt, dt, cfg)
+                add(s, fused.render_extra(s))
+    return list(out.items())

@@ -1,0 +1,193 @@
+"""Tuned tables: reviewable JSON with provenance, shipped in ``tuning/`` and written by users
+into the cache dir (a user's table wins over the shipped one). Torch-free.
+
+File format (``<arch>.json``)::
+
+    {"format": 1,
+     "provenance": {"device": "NVIDIA H200", "arch": "sm_90", "sm_count": 132, "toolchain": "...",
+                    "package_version": "0.1.0", "date": "..."},
+     "entries": {"fused|K2|mcg|4096x4096|f16|M1": {"config": {...}, "launch": {"splits": 8},
+                 "us": 11.8, "weight_gb_s": 355.0, "runner_up": {"config": ..., "launch": ..., "us": 11.9},
+                 "heuristic_us": 12.7}}}
+
+Keys: op | K | codebook | ICxOC | activation dtype | M bucket (the arch is the file).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import tempfile
+import threading
+from typing import Any, Mapping, Optional
+
+from .. import env
+from ..kernels.fused import FusedConfig, FusedLaunch
+from ..trellis import rate_name
+
+log = logging.getLogger(__name__)
+
+FORMAT = 1
+M_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+
+
+class TableError(ValueError):
+    """A tuning table file is malformed (the message names the file and what is wrong)."""
+
+
+def m_bucket(M: int) -> int:
+    """The smallest bucket >= M (M above the last bucket maps to the last)."""
+    for b in M_BUCKETS:
+        if M <= b:
+            return b
+    return M_BUCKETS[-1]
+
+
+def entry_key(op: str, K: float, codebook: str, IC: int, OC: int, dtype: str, M: int) -> str:
+    return f"{op}|K{rate_name(K)}|{codebook}|{IC}x{OC}|{dtype}|M{m_bucket(M)}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    cfg: FusedConfig
+    launch: FusedLaunch
+    us: Optional[float] = None
+    extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        d = {"config": _cfg_json(self.cfg), "launch": dataclasses.asdict(self.launch)}
+        if self.us is not None:
+            d["us"] = round(self.us, 3)
+        d.update(self.extra)
+        return d
+
+
+def _cfg_json(cfg: FusedConfig) -> dict:
+    d = dataclasses.asdict(cfg)
+    d.pop("diag", None)
+    return d
+
+
+def _entry_from_json(where: str, d: Any) -> Entry:
+    if not isinstance(d, dict) or "config" not in d or "launch" not in d:
+        raise TableError(f"{where}: an entry needs 'config' and 'launch'")
+    try:
+        cfg = FusedConfig(**d["config"])
+        launch = FusedLaunch(**d["launch"])
+    except TypeError as e:
+        raise TableError(f"{where}: bad config/launch: {e}") from None
+    if cfg.diag:
+        raise TableError(f"{where}: diagnostic configs (diag={cfg.diag}) cannot be tuned choices")
+    if launch.splits < 1 or cfg.warps not in (1, 2, 4, 8) or cfg.m_tiles < 1:
+        raise TableError(f"{where}: out-of-range values in {d['config']} / {d['launch']}")
+    extra = {k: v for k, v in d.items() if k not in ("config", "launch", "us")}
+    us = d.get("us")
+    return Entry(cfg, launch, float(us) if isinstance(us, (int, float)) else None, extra)
+
+
+@dataclasses.dataclass
+class TuningTable:
+    provenance: dict = dataclasses.field(default_factory=dict)
+    entries: dict = dataclasses.field(default_factory=dict)      # key -> Entry
+
+    @classmethod
+    def load(cls, path: str) -> "TuningTable":
+        try:
+            with open(path) as f:
+                raw = json.load(f)
+        except FileNotFoundError:
+            raise
+        except (OSError, json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise TableError(f"{path}: not readable JSON: {e}") from None
+        if not isinstance(raw, dict) or raw.get("format") != FORMAT or not isinstance(raw.get("entries"), dict):
+            raise TableError(f"{path}: not a format-{FORMAT} tuning table (needs 'format' and 'entries')")
+        prov = raw.get("provenance", {})
+        if not isinstance(prov, dict):
+            raise TableError(f"{path}: 'provenance' must be an object")
+        return cls(prov, {k: _entry_from_json(f"{path}: entry {k!r}", v) for k, v in raw["entries"].items()})
+
+    def to_json(self) -> dict:
+        return {"format": FORMAT, "provenance": self.provenance,
+                "entries": {k: self.entries[k].to_json() for k in sorted(self.entries)}}
+
+    def save(self, path: str) -> None:
+        """Atomic write (temp file in the same directory, then rename)."""
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(path)), prefix=".tmp-", suffix=".json")
+        with os.fdopen(fd, "w") as f:
+            json.dump(self.to_json(), f, indent=1)
+        os.replace(tmp, path)
+
+    def merged(self, other: "TuningTable") -> "TuningTable":
+        """This table with ``other``'s entries on top (other wins); provenance of both kept."""
+        prov = dict(self.provenance)
+        if other.provenance:
+            prov = {**prov, "merged_from": [self.provenance, other.provenance]}
+        return TuningTable(prov, {**self.entries, **other.entries})
+
+
+def shipped_table_path(arch: str) -> str:
+    from importlib import resources
+    try:
+        base = str(resources.files("escha_jit.tuning"))
+    except ModuleNotFoundError:                     # source checkout that was not pip-installed
+        base = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "tuning")
+    return os.path.join(base, f"{arch}.json")
+
+
+def user_table_path(arch: str, cache_dir: Optional[str] = None) -> str:
+    return os.path.join(cache_dir or env.cache_dir(), "tuning", f"{arch}.json")
+
+
+class Tables:
+    """Lookup over the shipped and the user table of each arch (loaded once, user wins).
+    A miss logs once per key; a corrupt file logs a warning and is ignored, never fatal."""
+
+    def __init__(self, cache_dir: Optional[str] = None):
+        self.cache_dir = cache_dir
+        self._by_arch: dict[str, TuningTable] = {}
+        self._missed: set[str] = set()
+        self._lock = threading.Lock()
+
+    def _read(self, path: str) -> Optional[TuningTable]:
+        try:
+            return TuningTable.load(path)
+        except FileNotFoundError:
+            return None
+        except TableError as e:
+            log.warning("ignoring tuning table: %s", e)
+            return None
+
+    def table(self, arch: str) -> TuningTable:
+        with self._lock:
+            t = self._by_arch.get(arch)
+            if t is None:
+                shipped = self._read(shipped_table_path(arch)) or TuningTable()
+                user = self._read(user_table_path(arch, self.cache_dir))
+                t = shipped.merged(user) if user else shipped
+                self._by_arch[arch] = t
+            return t
+
+    def lookup(self, arch: str, key: str) -> Optional[Entry]:
+        e = self.table(arch).entries.get(key)
+        if e is None and key not in self._missed:
+            self._missed.add(key)
+            log.info("no tuned entry for %s on %s: using the heuristic (escha_jit.tune(model) measures it)", key, arch)
+        return e
+
+    def invalidate(self) -> None:
+        with self._lock:
+            self._by_arch.clear()
+            self._missed.clear()
+
+
+_tables: Optional[Tables] = None
+
+
+def tables() -> Tables:
+    """The process-wide tables of the current cache dir."""
+    global _tables
+    if _tables is None or _tables.cache_dir != env.cache_dir():
+        _tables = Tables(env.cache_dir())
+    return _tables

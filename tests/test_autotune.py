@@ -1,0 +1,182 @@
+"""Autotuning on the CPU: search with an injected timer, tables, candidates, prebuild + load."""
+import json
+import logging
+import os
+
+import pytest
+
+from escha_jit import env
+from escha_jit.autotune.candidates import fused_candidates
+from escha_jit.autotune.search import successive_halving
+from escha_jit.autotune.shapes import LayerShape, checkpoint_shapes, model_specs
+from escha_jit.autotune.table import (M_BUCKETS, Entry, TableError, Tables, TuningTable, entry_key, m_bucket,
+                                      shipped_table_path, user_table_path)
+from escha_jit.cache import KernelCache
+from escha_jit.errors import CompileForbiddenError, ToolchainUnavailable
+from escha_jit.kernels.fused import FusedConfig, FusedLaunch, smem_layout
+from escha_jit.synth import make_checkpoint
+
+
+# ---------------------------------------------------------------- search
+
+def test_successive_halving_picks_fastest_and_is_deterministic():
+    cands = list(range(20))
+    true = {c: 1.0 + ((c * 7) % 20) / 10 for c in cands}          # 0 is fastest
+    calls = []
+
+    def timer(c, n):
+        calls.append((c, n))
+        return true[c] + (0.5 if n == 3 and c == 13 else 0.0)      # noisy first round for 13
+
+    r1 = successive_halving(cands, timer, repeats=(3, 10, 25), keep=0.34)
+    r2 = successive_halving(cands, timer, repeats=(3, 10, 25), keep=0.34)
+    assert r1.best.candidate == 0 and [x.candidate for x in r1.ranked] == [x.candidate for x in r2.ranked]
+    assert sum(1 for c, n in calls[:len(calls) // 2] if n == 3) == 20      # round 1: everyone
+    assert r1.best.rounds == 3 and r1.measured == 20 + 7 + 2
+    assert [x.candidate for x in r1.ranked[:3]] == [0, 3, 6]
+
+
+def test_failing_candidates_are_dropped_not_fatal(caplog):
+    def timer(c, n):
+        if c % 3 == 0:
+            raise RuntimeError(f"launch failed for {c}")
+        return float(c)
+    with caplog.at_level(logging.INFO):
+        rep = successive_halving(list(range(9)), timer)
+    assert rep.best.candidate == 1
+    assert len(rep.failed) == 3 and "launch failed" in rep.failed[0][1]
+    assert "dropped" in caplog.text
+
+
+def test_budget_stops_after_first_round():
+    t = [0.0]
+
+    def clock():
+        t[0] += 100.0
+        return t[0]
+    rep = successive_halving(list(range(10)), lambda c, n: float(10 - c), budget_s=1.0, clock=clock)
+    assert rep.best.candidate == 9 and all(r.rounds == 1 for r in rep.ranked)
+
+
+def test_ties_keep_candidate_order():
+    rep = successive_halving(["a", "b", "c"], lambda c, n: 1.0)
+    assert [r.candidate for r in rep.ranked] == ["a", "b", "c"]
+
+
+# ---------------------------------------------------------------- candidates
+
+def test_candidates_fit_the_smem_formula():
+    for M in (1, 4, 16, 64, 256):
+        cands = fused_candidates("sm_90", 4.0, 8192, 28672, M, 132)
+        assert cands, M
+        for c in cands:
+            kr = 8192 // c.launch.splits
+            assert kr % 128 == 0 and kr % (16 * c.cfg.rows_per_stage) == 0
+            assert smem_layout(c.cfg, 4.0, M, kr).total * c.cfg.min_blocks <= 227 * 1024
+            assert 16 * c.cfg.m_tiles >= M
+        assert len({c.key() for c in cands}) == len(cands)
+
+
+# ---------------------------------------------------------------- tables
+
+def _table():
+    e = Entry(FusedConfig(warps=4, m_tiles=1, rows_per_stage=8, stages=2, xh=1), FusedLaunch(8), 11.5,
+              {"weight_gb_s": 123.0, "runner_up": None})
+    return TuningTable({"device": "test", "arch": "sm_90"}, {entry_key("fused", 2.0, "mcg", 4096, 4096, "f16", 3): e})
+
+
+def test_m_buckets():
+    assert [m_bucket(m) for m in (1, 2, 3, 4, 5, 16, 17, 200, 256, 999)] == [1, 2, 4, 4, 8, 16, 32, 256, 256, 256]
+    assert entry_key("fused", 2.5, "mul1", 4096, 14336, "bf16", 3) == "fused|K2p5|mul1|4096x14336|bf16|M4"
+    assert M_BUCKETS[-1] == 256
+
+
+def test_table_round_trip(tmp_path):
+    t = _table()
+    t.save(str(tmp_path / "sm_90.json"))
+    back = TuningTable.load(str(tmp_path / "sm_90.json"))
+    assert back.to_json() == t.to_json()
+    e = back.entries["fused|K2|mcg|4096x4096|f16|M4"]
+    assert e.cfg.xh == 1 and e.launch.splits == 8 and e.us == 11.5 and e.extra["weight_gb_s"] == 123.0
+
+
+def test_table_merge_user_wins(tmp_path, monkeypatch):
+    monkeypatch.setenv("ESCHA_JIT_CACHE_DIR", str(tmp_path))
+    shipped = tmp_path / "shipped.json"
+    _table().save(str(shipped))
+    user = TuningTable({"device": "mine"}, {"fused|K2|mcg|4096x4096|f16|M4": Entry(FusedConfig(warps=8), FusedLaunch(4), 9.0),
+                                            "fused|K3|mcg|4096x4096|f16|M1": Entry(FusedConfig(), FusedLaunch(2), 5.0)})
+    user.save(user_table_path("sm_90"))
+    import escha_jit.autotune.table as T
+    monkeypatch.setattr(T, "shipped_table_path", lambda arch: str(shipped))
+    tb = Tables(str(tmp_path))
+    assert tb.lookup("sm_90", "fused|K2|mcg|4096x4096|f16|M4").cfg.warps == 8
+    assert tb.lookup("sm_90", "fused|K3|mcg|4096x4096|f16|M1").launch.splits == 2
+    assert "merged_from" in tb.table("sm_90").provenance
+
+
+@pytest.mark.parametrize("content", ["{not json", json.dumps({"format": 99, "entries": {}}),
+                                     json.dumps({"format": 1, "entries": {"k": {"config": {"warps": 3}}}}),
+                                     json.dumps({"format": 1, "entries": {"k": {"config": {"bogus": 1}, "launch": {"splits": 1}}}})])
+def test_corrupt_table(tmp_path, monkeypatch, caplog, content):
+    monkeypatch.setenv("ESCHA_JIT_CACHE_DIR", str(tmp_path))
+    path = user_table_path("sm_90")
+    os.makedirs(os.path.dirname(path))
+    open(path, "w").write(content)
+    with pytest.raises(TableError, match="sm_90.json"):
+        TuningTable.load(path)
+    tb = Tables(str(tmp_path))
+    assert tb.lookup("sm_90", "fused|K2|mcg|4096x4096|f16|M1") is None or True   # shipped may hold it
+    assert "ignoring tuning table" in caplog.text
+
+
+def test_miss_logged_once_per_key(tmp_path, caplog, monkeypatch):
+    import escha_jit.autotune.table as T
+    monkeypatch.setattr(T, "shipped_table_path", lambda arch: str(tmp_path / "none.json"))
+    tb = Tables(str(tmp_path))
+    with caplog.at_level(logging.INFO):
+        for _ in range(3):
+            assert tb.lookup("sm_90", "fused|K7|mcg|128x128|f16|M1") is None
+        tb.lookup("sm_90", "fused|K7|mcg|128x128|f16|M2")
+    assert caplog.text.count("K7|mcg|128x128|f16|M1") == 1 and caplog.text.count("M2") == 1
+
+
+def test_shipped_tables_are_valid():
+    for arch in ("sm_90",):
+        path = shipped_table_path(arch)
+        if not os.path.exists(path):
+            pytest.fail(f"no shipped table {path}")
+        t = TuningTable.load(path)
+        assert t.provenance.get("device") and t.provenance.get("arch") == arch and t.entries
+        for k, e in t.entries.items():
+            assert k.startswith("fused|") and e.us and e.extra.get("heuristic_us")
+            assert e.us <= e.extra["heuristic_us"] * 1.0001, k        # tuned beats or ties the heuristic
+
+
+# ---------------------------------------------------------------- prebuild and loading with compiling forbidden
+
+@pytest.mark.parametrize("arch", ["sm_90", "gfx1201"])
+def test_prebuild_then_load_without_compiling(tmp_path, monkeypatch, arch):
+    if arch.startswith("gfx") and os.environ.get("ESCHA_JIT_SKIP_AMD") == "1":
+        pytest.skip("ESCHA_JIT_SKIP_AMD=1: AMD toolchain not installed on purpose")
+    from escha_jit.jit import compile_spec
+    from escha_jit.prebuild import prebuild
+    ck = tmp_path / "ck"
+    make_checkpoint(ck, "exl3", hidden=256, intermediate=384)
+    out = tmp_path / "cache"
+    rows, table = prebuild(str(ck), arch, str(out), dtypes=("f16",), jobs=2)
+    assert rows and all(r.ok for r in rows), [r for r in rows if not r.ok][:3]
+    assert os.path.exists(table)
+    monkeypatch.setenv("ESCHA_JIT_CACHE_DIR", str(out))
+    monkeypatch.setenv("ESCHA_JIT_NO_COMPILE", "1")
+    specs = model_specs(arch, checkpoint_shapes(str(ck)), ("f16",), TuningTable.load(table))
+    assert len(specs) == len(rows)
+    for spec, extra in specs:                       # exact keys (same compiler here)
+        assert not compile_spec(spec, extra, cache=KernelCache(str(out))).compiled
+    import escha_jit.jit as J                       # a deployment without any compiler: portable keys
+    monkeypatch.setattr(J, "toolchain_for", lambda *a, **k: (_ for _ in ()).throw(ToolchainUnavailable("none")))
+    for spec, extra in specs:
+        assert compile_spec(spec, extra, cache=KernelCache(str(out))).code.binary
+    missing = model_specs(arch, [LayerShape(128, 128, 7.0, "mcg")], ("f16",))[-1]
+    with pytest.raises((CompileForbiddenError, ToolchainUnavailable)):
+        compile_spec(missing[0], missing[1], cache=KernelCache(str(out)))

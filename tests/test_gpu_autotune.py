@@ -1,0 +1,42 @@
+"""tune() and warmup() on the GPU (skipped without one)."""
+import torch
+
+import escha_jit
+from escha_jit.autotune.table import Tables, TuningTable, user_table_path
+from escha_jit.nn import EschaLinear
+from escha_jit.ops import fused as F
+from escha_jit.ops.common import NotWarmedUp
+from escha_jit.synth import random_layer
+from conftest import gpu
+
+pytestmark = gpu
+
+
+def test_tune_writes_table_and_dispatch_uses_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("ESCHA_JIT_CACHE_DIR", str(tmp_path))
+    layers = torch.nn.ModuleList([EschaLinear(random_layer(1024, 512, 2.0, "mcg", seed=1)),
+                                  EschaLinear(random_layer(512, 1024, 3.5, "mul1", seed=2))]).cuda()
+    rep = escha_jit.tune(layers, m_buckets=(1, 4), budget_s=2.0, progress=False)
+    assert len(rep.rows) == 4 and all(r.best_us <= r.heuristic_us * 1.0001 for r in rep.rows)
+    t = TuningTable.load(user_table_path("sm_90"))
+    assert len(t.entries) == 4 and t.provenance["device"]
+    F._PLANS.clear()
+    x = torch.randn(3, 1024, device="cuda").half()
+    layers[0](x)
+    plans = [p for k, p in F._PLANS.items() if k[1] == 2.0 and k[7] == 3]
+    assert plans and plans[0].source == "table"
+
+
+def test_warmup_then_capture():
+    layers = torch.nn.ModuleList([EschaLinear(random_layer(1024, 512, 4.0, "3inst", seed=3))]).cuda()
+    n = escha_jit.warmup(layers, m_buckets=(1, 16, 64))
+    assert n == 3
+    x = torch.randn(16, 1024, device="cuda").half()
+    y0 = layers[0](x)
+    out = torch.empty_like(y0)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out.copy_(layers[0](x))
+    g.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(out, y0)
