@@ -59,9 +59,22 @@ def check_code_object(spec: KernelSpec, binary: bytes, resources: dict) -> list[
             problems.append(f"ELF targets {info.get('target')}, not {spec.arch}")
         if res.get("wavefront") not in (None, 32):
             problems.append(f"wavefront {res.get('wavefront')}, expected 32")
+        if spec.op == "fused" and not problems:
+            problems += _check_amd_matrix_unit(spec, binary)
     elif not binary.startswith(b"\x7fELF"):
         problems.append("not an ELF cubin")
     return problems
+
+
+def _check_amd_matrix_unit(spec: KernelSpec, binary: bytes) -> list[str]:
+    """The fused kernel must really run on the matrix unit (gfx12: v_wmma_f32_16x16x16_f16)."""
+    from .errors import ToolchainUnavailable
+    from .toolchain.amd_elf import disassemble
+    try:
+        asm = disassemble(binary, spec.arch)
+    except (ToolchainUnavailable, RuntimeError) as e:
+        return [f"cannot disassemble to check for v_wmma: {e}"]
+    return [] if "v_wmma_f32_16x16x16_f16" in asm else ["no v_wmma_f32_16x16x16_f16 in the disassembly"]
 
 
 def _compile_one(args: tuple) -> CompileRow:

@@ -120,10 +120,13 @@ class TuningTable:
         os.replace(tmp, path)
 
     def merged(self, other: "TuningTable") -> "TuningTable":
-        """This table with ``other``'s entries on top (other wins); provenance of both kept."""
-        prov = dict(self.provenance)
-        if other.provenance:
-            prov = {**prov, "merged_from": [self.provenance, other.provenance]}
+        """This table with ``other``'s entries on top (other wins). The provenance is other's
+        (the newer measurement), with both kept under ``merged_from`` when both tables had one."""
+        base = {k: v for k, v in self.provenance.items() if k != "merged_from"}
+        top = {k: v for k, v in other.provenance.items() if k != "merged_from"}
+        prov = dict(top or base)
+        if base and top:
+            prov["merged_from"] = [base, top]
         return TuningTable(prov, {**self.entries, **other.entries})
 
 

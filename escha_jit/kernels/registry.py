@@ -31,6 +31,26 @@ def fused_supported(arch: str) -> bool:
     return vendor_of(arch) == "nvidia" or arch.startswith("gfx12")
 
 
+AMD_LDS_BYTES = 64 * 1024           # most LDS one workgroup may allocate on gfx12 (WGP mode)
+AMD_FUSED_MAX_M_TILES = 8
+"""gfx12 ships m_tiles <= 8: at 16 m tiles the A operand alone (256 rows x 136 fp16 at the smallest
+K range) is 68 KiB > 64 KiB of LDS, and the epilogue's ``break`` out of its MT=16 loop leaves the
+loop rolled (LLVM fully unrolls unknown trip counts only up to 8), so acc[] goes to scratch."""
+
+
+def fused_fits(arch: str, cfg, K: float) -> bool:
+    """Whether ``cfg`` at rate K can launch on ``arch`` for at least the smallest M routed to it
+    (default_config), at the smallest input range a block takes (kr = 128): the LDS formula of
+    kernels/fused.smem_layout against the arch's per-workgroup limit. NVIDIA: always (its 227 KB
+    cap is checked per launch)."""
+    if vendor_of(arch) == "nvidia":
+        return True
+    if cfg.m_tiles > AMD_FUSED_MAX_M_TILES:
+        return False
+    ms = [M for M in range(1, fused.MAX_M + 1) if fused.default_config(M) == cfg] or [16 * cfg.m_tiles]
+    return fused.smem_layout(cfg, K, min(ms), 128).total <= AMD_LDS_BYTES
+
+
 def shipped_specs(arch: str, full: bool = True) -> Iterator[tuple[KernelSpec, dict[str, Any]]]:
     """(spec, render extras) for every shipped specialization of ``arch``."""
     pairs = all_rate_codebooks()
@@ -52,6 +72,8 @@ def shipped_specs(arch: str, full: bool = True) -> Iterator[tuple[KernelSpec, di
         for dt in FUSED_DTYPES:
             for i, cfg in enumerate(configs):
                 if not full and (K != 4.0 or dt != "f16" or i != 0):
+                    continue
+                if not fused_fits(arch, cfg, K):
                     continue
                 s = fused.spec_for(arch, K, cb, dt, dt, cfg)
                 yield s, fused.render_extra(s)

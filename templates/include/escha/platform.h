@@ -2,7 +2,11 @@
 // Both expose the same small API (types u32/u16/half_t/bf16_t, ESCHA_DEVICE, lane shuffles,
 // funnel shifts, byte permutes, dot products); device code above this line is vendor-free.
 #pragma once
-#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
+#if defined(ESCHA_HOST)
+// Host C++ (g++), for CPU tests of the device-independent parts (tests/host/escha_host_platform.h
+// supplies the same small API in plain C++; not shipped, not used by any kernel).
+#include "escha_host_platform.h"
+#elif defined(__CUDACC_RTC__) || defined(__CUDACC__)
 #define ESCHA_NVIDIA 1
 #include "escha/platform_cuda.h"
 #else

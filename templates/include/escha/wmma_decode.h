@@ -119,13 +119,22 @@ ESCHA_DEVICE void xor_select4(u32 (&v)[4], int x) {
 }
 
 // Pure re-layout: lane l holds pairs in[q] of the NVIDIA order (its positions 8l+2q, 8l+2q+1);
-// returns out[r] = the WMMA B VGPR r of lane l. `src[t]` = xchg_src_lane(l, t), hoisted.
+// out[r] becomes the WMMA B VGPR r of lane l. Split in the lane-local halves around the exchange
+// so a host test can run it for all 32 lanes in lock step; `src[t]` = xchg_src_lane(l, t).
+ESCHA_DEVICE void relayout_send(const u32 (&in)[4], u32 (&send)[4], int lane) {
+    #pragma unroll
+    for (int t = 0; t < 4; ++t) send[t] = in[t];
+    xor_select4(send, lane & 3);                 // send[t] = in[t ^ (lane % 4)] = in[xchg_send_pair]
+}
+ESCHA_DEVICE void relayout_recv(u32 (&recv)[4], int lane) {
+    xor_select4(recv, xchg_c(lane));            // out[r] = received in round r ^ c = xchg_dst_reg
+}
 ESCHA_DEVICE void relayout_pairs(const u32 (&in)[4], u32 (&out)[4], int lane, const int (&src)[4]) {
-    u32 send[4] = {in[0], in[1], in[2], in[3]};
-    xor_select4(send, lane & 3);                 // send[t] = in[t ^ (lane % 4)]
+    u32 send[4];
+    relayout_send(in, send, lane);
     #pragma unroll
     for (int t = 0; t < 4; ++t) out[t] = lane_gather(send[t], src[t]);
-    xor_select4(out, xchg_c(lane));             // out[r] = received in round r ^ c
+    relayout_recv(out, lane);
 }
 
 template <int K2>
