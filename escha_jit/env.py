@@ -6,6 +6,11 @@
 | ``ESCHA_JIT_NO_COMPILE`` | ``1``: any compile is an error (deployments with a prebuilt cache) | off |
 | ``ESCHA_JIT_LOG_COMPILES`` | ``1``: log every compile at INFO (time, registers, spills) | off (DEBUG) |
 | ``ESCHA_JIT_LOG_LEVEL`` | level for the ``escha_jit`` logger when the CLI configures logging | ``INFO`` |
+| ``ESCHA_JIT_CLANG`` | clang for the offline gfx12 route | ``clang-22`` |
+| ``ESCHA_JIT_AMD_SYSROOT`` | hipRTC's header + ROCm bitcode for that route | ``<checkout>/.ci-cache/amd`` |
+| ``ESCHA_JIT_SID_CHROOT`` | the Debian sid chroot with real hipRTC (tests, CI) | ``<checkout>/.ci-cache/sid`` |
+| ``ESCHA_JIT_SKIP_AMD`` | ``1``: skip the AMD toolchain tests (they fail otherwise when it is missing) | off |
+| ``ROCM_PATH``, ``CUDA_HOME`` / ``CUDA_PATH`` | where ROCm's / CUDA's headers are, when not in the usual places | |
 """
 from __future__ import annotations
 
@@ -34,3 +39,30 @@ def log_compiles() -> bool:
 
 def log_level() -> str:
     return os.environ.get("ESCHA_JIT_LOG_LEVEL", "INFO").upper()
+
+
+_CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def clang() -> str:
+    return os.environ.get("ESCHA_JIT_CLANG") or "clang-22"
+
+
+def amd_sysroot() -> str:
+    return os.path.abspath(os.environ.get("ESCHA_JIT_AMD_SYSROOT") or os.path.join(_CHECKOUT, ".ci-cache", "amd"))
+
+
+def sid_chroot() -> str:
+    return os.path.abspath(os.environ.get("ESCHA_JIT_SID_CHROOT") or os.path.join(_CHECKOUT, ".ci-cache", "sid"))
+
+
+def skip_amd() -> bool:
+    return _flag("ESCHA_JIT_SKIP_AMD")
+
+
+def rocm_roots() -> list[str]:
+    return [r for r in (os.environ.get("ROCM_PATH"), "/opt/rocm", "/usr") if r]
+
+
+def cuda_homes() -> list[str]:
+    return [h for h in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda") if h]

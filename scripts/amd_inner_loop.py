@@ -80,6 +80,8 @@ def parse(asm: str, kernel: Optional[str] = None) -> list[dict]:
         if not m:
             continue
         mn, ops, addr = m.group(1), m.group(2).strip(), int(m.group(3), 16)
+        if mn == "s_code_end":          # padding after the last s_endpgm
+            continue
         t = TARGET.search(line)
         out.append({"addr": addr, "mnemonic": mn, "operands": ops,
                     "target": base + int(t.group(1), 16) if t and classify(mn) == "BRANCH" else None})
@@ -121,11 +123,14 @@ def count(insns: list[dict], lo: int, hi: int) -> dict:
             "total": hi - lo + 1}
 
 
-def analyse(binary: bytes, arch: str, weights_per_lane: int, kernel: Optional[str] = None) -> dict:
+def analyse(binary: bytes, arch: str, weights_per_lane: int, kernel: Optional[str] = None,
+            whole: bool = False) -> dict:
+    """Counts of the inner loop (or, with whole=True, of every instruction of the kernel: for the
+    loop-free reconstruct / hadamard kernels, where each wave handles one tile / one 128-block)."""
     from escha_jit.toolchain.amd_elf import disassemble, inspect_hsaco
     asm = disassemble(binary, arch)
     insns = parse(asm, kernel)
-    lo, hi = inner_loop(insns)
+    lo, hi = (0, len(insns) - 1) if whole else inner_loop(insns)
     c = count(insns, lo, hi)
     per_w = {k: v / weights_per_lane for k, v in c["classes"].items()}
     issue = sum(v for k, v in c["classes"].items() if k in ("VALU", "WMMA", "SALU", "LDS", "VMEM", "SMEM", "BRANCH"))
@@ -138,6 +143,22 @@ def analyse(binary: bytes, arch: str, weights_per_lane: int, kernel: Optional[st
             "lds_static": meta.get("group_segment_fixed_size"), "scratch": meta.get("private_segment_fixed_size"),
             "wavefront": meta.get("wavefront_size"), "listing": [f"{x['addr']:x}: {x['mnemonic']} {x['operands']}"
                                                                  for x in insns[lo:hi + 1]]}
+
+
+def compile_simple(op: str, K: float, codebook: str, dtype: str, arch: str) -> tuple[bytes, int, str]:
+    """reconstruct (one 16x16 tile per wave: 8 weights per lane) or hadamard (one 128-block per
+    wave: 4 elements per lane)."""
+    from escha_jit.kernels import hadamard, reconstruct
+    from escha_jit.render import include_dir, render
+    from escha_jit.toolchain.clang_amd import ClangAMDToolchain
+    if op == "reconstruct":
+        spec, extra, per_lane = reconstruct.spec_for(arch, K, codebook), reconstruct.render_extra(None), 8
+    else:
+        spec = hadamard.spec_for(arch, dtype, dtype)
+        extra, per_lane = hadamard.render_extra(spec), 4
+    co = ClangAMDToolchain().compile(render(spec, extra), arch, ["-O3"], name=spec.kernel_name() + ".hip",
+                                     include_dirs=[include_dir()])
+    return co.binary, per_lane, str(spec)
 
 
 def compile_fused(K: float, codebook: str, M: int, dtype: str, route: str, arch: str) -> tuple[bytes, int, object]:
@@ -158,6 +179,8 @@ def main(argv=None) -> int:
     ap.add_argument("--hsaco", help="count this code object instead of compiling")
     ap.add_argument("--weights-per-lane", type=int, help="with --hsaco: weights one lane decodes per iteration")
     ap.add_argument("--kernel", help="with --hsaco: kernel symbol (default: the first)")
+    ap.add_argument("--op", choices=("fused", "reconstruct", "hadamard"), default="fused",
+                    help="reconstruct / hadamard: whole kernel (no loop), per tile / per 128-block")
     ap.add_argument("--K", type=float, default=4.0)
     ap.add_argument("--codebook", default="mcg")
     ap.add_argument("--M", type=int, default=1)
@@ -173,15 +196,17 @@ def main(argv=None) -> int:
         with open(a.hsaco, "rb") as f:
             binary = f.read()
         wpl, what = a.weights_per_lane, a.hsaco
+    elif a.op != "fused":
+        binary, wpl, what = compile_simple(a.op, a.K, a.codebook, a.dtype, a.arch)
     else:
         binary, wpl, cfg = compile_fused(a.K, a.codebook, a.M, a.dtype, a.route, a.arch)
         what = f"fused K={a.K:g} {a.codebook} M={a.M} {a.dtype} route={a.route} {cfg}"
-    r = analyse(binary, a.arch, wpl, a.kernel)
+    r = analyse(binary, a.arch, wpl, a.kernel, whole=a.op != "fused")
     r["what"] = what
     cls = r["counts"]["classes"]
     print(what)
-    print(f"  inner loop 0x{r['loop'][0]:x}..0x{r['loop'][1]:x}: {r['counts']['total']} instructions, "
-          f"{wpl} weights per lane per iteration; VGPRs {r['vgpr_count']}, SGPRs {r['sgpr_count']}, "
+    print(f"  {'inner loop' if a.op == 'fused' else 'whole kernel'} 0x{r['loop'][0]:x}..0x{r['loop'][1]:x}: "
+          f"{r['counts']['total']} instructions, {wpl} {'elements' if a.op == 'hadamard' else 'weights'} per lane; VGPRs {r['vgpr_count']}, SGPRs {r['sgpr_count']}, "
           f"scratch {r['scratch']}, wave{r['wavefront']}")
     print("  " + "  ".join(f"{k} {cls.get(k, 0)} ({cls.get(k, 0) / wpl:.2f}/w)"
                            for k in ("VALU", "WMMA", "SALU", "SMEM", "LDS", "VMEM", "WAIT", "BRANCH")))

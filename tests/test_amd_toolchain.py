@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+from escha_jit import env
+
 from escha_jit.errors import CompileError
 from escha_jit.toolchain import amd_elf
 from escha_jit.toolchain.base import Resources
@@ -48,7 +50,7 @@ SHUFFLE_INSNS = ("ds_bpermute", "v_permlane", "dpp", "ds_swizzle")
 
 
 def require_clang_amd() -> ClangAMDToolchain:
-    if os.environ.get("ESCHA_JIT_SKIP_AMD") == "1":
+    if env.skip_amd():
         pytest.skip("ESCHA_JIT_SKIP_AMD=1: AMD toolchain tests skipped on purpose")
     tc = ClangAMDToolchain()
     if not tc.available():

@@ -157,7 +157,7 @@ def test_shipped_tables_are_valid():
 
 @pytest.mark.parametrize("arch", ["sm_90", "gfx1201"])
 def test_prebuild_then_load_without_compiling(tmp_path, monkeypatch, arch):
-    if arch.startswith("gfx") and os.environ.get("ESCHA_JIT_SKIP_AMD") == "1":
+    if arch.startswith("gfx") and env.skip_amd():
         pytest.skip("ESCHA_JIT_SKIP_AMD=1: AMD toolchain not installed on purpose")
     from escha_jit.jit import compile_spec
     from escha_jit.prebuild import prebuild

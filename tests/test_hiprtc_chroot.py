@@ -15,11 +15,13 @@ import subprocess
 
 import pytest
 
+from escha_jit import env
+
 from test_amd_toolchain import ARCH, WMMA_SOURCE, check_wmma_code_object, require_clang_amd
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = os.path.join(REPO, "scripts", "sid_chroot.sh")
-CHROOT = os.environ.get("ESCHA_JIT_SID_CHROOT") or os.path.join(REPO, ".ci-cache", "sid")
+CHROOT = env.sid_chroot()
 
 # Runs in the chroot with its venv's python; the kernel source comes on stdin.
 SNIPPET = r"""
@@ -41,7 +43,7 @@ print(json.dumps({"version": tc.version(), "fingerprint": tc.fingerprint(), "fin
 
 
 def run_in_chroot() -> dict:
-    if os.environ.get("ESCHA_JIT_SKIP_AMD") == "1":
+    if env.skip_amd():
         pytest.skip("ESCHA_JIT_SKIP_AMD=1: AMD toolchain tests skipped on purpose")
     if not os.path.isfile(os.path.join(CHROOT, ".escha-ready")):
         pytest.fail(f"no sid chroot at {CHROOT}: run scripts/sid_chroot.sh setup (as root), "
@@ -106,7 +108,7 @@ print(json.dumps({"rows": out, "torch_loaded": "torch" in sys.modules}))
 
 @pytest.fixture(scope="module")
 def chroot_fused() -> dict:
-    if os.environ.get("ESCHA_JIT_SKIP_AMD") == "1":
+    if env.skip_amd():
         pytest.skip("ESCHA_JIT_SKIP_AMD=1: AMD toolchain tests skipped on purpose")
     if not os.path.isfile(os.path.join(CHROOT, ".escha-ready")):
         pytest.fail(f"no sid chroot at {CHROOT}: run scripts/sid_chroot.sh setup (as root), "

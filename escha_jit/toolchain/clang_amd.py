@@ -24,6 +24,7 @@ import tempfile
 import time
 from typing import Optional, Sequence
 
+from .. import env
 from ..errors import CompileError, ToolchainUnavailable
 from . import amd_elf
 from .base import CodeObject, Toolchain
@@ -39,7 +40,7 @@ _FINGERPRINTS: dict[tuple[str, str], str] = {}   # (clang path, sysroot) -> fing
 
 
 def default_sysroot() -> str:
-    return os.path.abspath(os.environ.get("ESCHA_JIT_AMD_SYSROOT") or os.path.join(_REPO, ".ci-cache", "amd"))
+    return env.amd_sysroot()
 
 
 def first_error_line(log_text: str) -> str:
@@ -60,7 +61,7 @@ class ClangAMDToolchain(Toolchain):
     vendor = "amd"
 
     def __init__(self, clang: Optional[str] = None, sysroot: Optional[str] = None):
-        self.clang_cmd = clang or os.environ.get("ESCHA_JIT_CLANG") or "clang-22"
+        self.clang_cmd = clang or env.clang()
         self.sysroot = os.path.abspath(sysroot) if sysroot else default_sysroot()
         self.header = os.path.join(self.sysroot, "include", "hiprtc_runtime.h")
         self.bitcode_dir = os.path.join(self.sysroot, "bitcode")

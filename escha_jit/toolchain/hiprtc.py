@@ -16,6 +16,7 @@ import tempfile
 import time
 from typing import Any, Optional, Sequence
 
+from .. import env
 from ..errors import CompileError, ToolchainUnavailable
 from . import amd_elf
 from .base import CodeObject, Toolchain
@@ -40,7 +41,7 @@ def _name(status: Any) -> str:
 
 def rocm_include_dir() -> Optional[str]:
     """``<rocm>/include`` holding ``hip/hip_fp16.h`` (ROCM_PATH, /opt/rocm, /usr), or None."""
-    for root in (os.environ.get("ROCM_PATH"), "/opt/rocm", "/usr"):
+    for root in env.rocm_roots():
         if root and os.path.isfile(os.path.join(root, "include", "hip", "hip_fp16.h")):
             return os.path.join(root, "include")
     return None

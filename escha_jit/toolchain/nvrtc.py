@@ -9,6 +9,7 @@ import tempfile
 import time
 from typing import Sequence
 
+from .. import env
 from ..errors import CompileError, ToolchainUnavailable
 from .base import CodeObject, Toolchain, parse_ptxas_log
 
@@ -35,8 +36,8 @@ def cuda_include_dir() -> str | None:
             return d
     except Exception:  # noqa: BLE001 - fall through to CUDA_HOME
         pass
-    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if home and os.path.exists(os.path.join(home, "include", "cuda_fp16.h")):
+    for home in env.cuda_homes():
+        if os.path.exists(os.path.join(home, "include", "cuda_fp16.h")):
             return os.path.join(home, "include")
     return None
 

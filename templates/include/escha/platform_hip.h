@@ -97,6 +97,18 @@ ESCHA_DEVICE u32 lane_gather(u32 v, int src) { return (u32)__builtin_amdgcn_ds_b
 // LDS accesses across them (a wavefront-scope fence: no instruction is emitted).
 // Memory latency is hidden by other resident waves, not by the stage pipeline of fused.h.
 constexpr bool HAS_ASYNC_COPY = false;
+
+// What a kernel can do instead (see the proposal in docs/AMD_ESTIMATE.md): issue the 16-byte loads
+// of a future pipeline stage into VGPRs early, store them to LDS later, so the memory latency
+// overlaps work instead of stalling the wave at the copy.
+template <int N>
+struct StagedCopy16 {
+    u32v4 v[N];
+    ESCHA_DEVICE void load(int i, const void* gmem) {
+        v[i] = __builtin_nontemporal_load(reinterpret_cast<const u32v4*>(gmem));
+    }
+    ESCHA_DEVICE void store(int i, u32 saddr) const { sts128(saddr, v[i]); }
+};
 ESCHA_DEVICE void async_copy16(u32 saddr, const void* gmem) {
     const u32v4 v = __builtin_nontemporal_load(reinterpret_cast<const u32v4*>(gmem));
     sts128(saddr, v);
