@@ -161,15 +161,17 @@ def compile_simple(op: str, K: float, codebook: str, dtype: str, arch: str) -> t
     return co.binary, per_lane, str(spec)
 
 
-def compile_fused(K: float, codebook: str, M: int, dtype: str, route: str, arch: str) -> tuple[bytes, int, object]:
+def compile_fused(K: float, codebook: str, M: int, dtype: str, route: str, arch: str,
+                  include: tuple = (), defines: tuple = ()) -> tuple[bytes, int, object]:
     from escha_jit.kernels import fused
     from escha_jit.render import include_dir, render
     from escha_jit.toolchain.clang_amd import ClangAMDToolchain
     cfg = fused.default_config(M)
     spec = fused.spec_for(arch, K, codebook, dtype, dtype, cfg)
     src = render(spec, fused.render_extra(spec))
-    opts = ["-O3"] + (["-DESCHA_WMMA_B_ROUTE=1"] if route == "shuffle" else [])
-    co = ClangAMDToolchain().compile(src, arch, opts, name=spec.kernel_name() + ".hip", include_dirs=[include_dir()])
+    opts = ["-O3"] + (["-DESCHA_WMMA_B_ROUTE=1"] if route == "shuffle" else []) + [f"-D{d}" for d in defines]
+    co = ClangAMDToolchain().compile(src, arch, opts, name=spec.kernel_name() + ".hip",
+                                     include_dirs=[*include, include_dir()])
     tiles = cfg.rows_per_stage * (8 // cfg.warps)
     return co.binary, 8 * tiles, cfg
 
@@ -187,6 +189,9 @@ def main(argv=None) -> int:
     ap.add_argument("--dtype", default="f16")
     ap.add_argument("--route", choices=("direct", "shuffle"), default="direct")
     ap.add_argument("--arch", default="gfx1201")
+    ap.add_argument("-I", dest="include", action="append", default=[],
+                    help="extra include dir searched first (e.g. a modified escha/fused.h to evaluate)")
+    ap.add_argument("-D", dest="defines", action="append", default=[], help="extra macro, e.g. ESCHA_AMD_MUL24=1")
     ap.add_argument("--json", help="write the result here")
     ap.add_argument("--listing", action="store_true", help="print the loop's instructions")
     a = ap.parse_args(argv)
@@ -199,8 +204,10 @@ def main(argv=None) -> int:
     elif a.op != "fused":
         binary, wpl, what = compile_simple(a.op, a.K, a.codebook, a.dtype, a.arch)
     else:
-        binary, wpl, cfg = compile_fused(a.K, a.codebook, a.M, a.dtype, a.route, a.arch)
-        what = f"fused K={a.K:g} {a.codebook} M={a.M} {a.dtype} route={a.route} {cfg}"
+        binary, wpl, cfg = compile_fused(a.K, a.codebook, a.M, a.dtype, a.route, a.arch, tuple(a.include),
+                                         tuple(a.defines))
+        what = (f"fused K={a.K:g} {a.codebook} M={a.M} {a.dtype} route={a.route} {cfg}"
+                + (f" -I{a.include} -D{a.defines}" if a.include or a.defines else ""))
     r = analyse(binary, a.arch, wpl, a.kernel, whole=a.op != "fused")
     r["what"] = what
     cls = r["counts"]["classes"]

@@ -286,7 +286,7 @@ def test_direct_route_word_budget():
 # ---------------------------------------------------------------- gfx1201 compiles of the fused kernel
 
 COMPILE_CASES = [(4.0, "mcg", 1), (4.0, "mul1", 1), (2.0, "3inst", 16), (2.5, "mul1", 4), (8.0, "mcg", 128),
-                 (1.0, "mcg", 256)]
+                 (1.0, "mcg", 100)]
 
 
 @pytest.fixture(scope="module")
@@ -324,3 +324,28 @@ def test_fused_gfx1201_isa(clang_amd, K, cb, M):
     assert "ds_bpermute_b32" not in body
     cfg = fused.default_config(M)
     assert body.count("v_wmma_f32_16x16x16_f16") == cfg.rows_per_stage * cfg.m_tiles * (8 // cfg.warps)
+    assert "v_mul_lo_u32" not in body            # codebook.h ESCHA_AMD_MUL24: full-rate 24-bit multiplies
+
+
+def test_registry_ships_fused_for_gfx1201_within_lds():
+    from escha_jit.kernels import fused
+    from escha_jit.kernels.registry import AMD_LDS_BYTES, shipped_specs
+    specs = [s for s, _ in shipped_specs("gfx1201") if s.op == "fused"]
+    assert specs and all(s.arch == "gfx1201" for s in specs)
+    assert {s.params["m_tiles"] for s in specs} == {1, 2, 4, 8}     # 16 m tiles cannot fit 64 KiB of LDS
+    for s in specs:
+        cfg = fused.FusedConfig(**s.params)
+        ms = [M for M in range(1, fused.MAX_M + 1) if fused.default_config(M) == cfg]
+        assert fused.smem_layout(cfg, s.K, min(ms), 128).total <= AMD_LDS_BYTES, s
+
+
+def test_amd_mul24_split_is_exact():
+    """codebook.h state_mul on AMD (ESCHA_AMD_MUL24): s*C = s*(C mod 2^24) + (s*(C>>24) << 24) mod 2^32,
+    with each product the low 32 bits of a 24x24-bit multiply (v_mul_u32_u24), for every 16-bit state."""
+    s = np.arange(1 << 16, dtype=np.uint64)
+    for C in (89226354, 0xCBAC1FED, 0x83DCD12D):
+        lo, hi = C & 0xFFFFFF, C >> 24
+        m24 = lambda a, b: ((a & 0xFFFFFF) * (b & 0xFFFFFF)) & 0xFFFFFFFF   # noqa: E731
+        got = (m24(s, np.uint64(lo)) + ((m24(s, np.uint64(hi)) << np.uint64(24)) & np.uint64(0xFFFFFFFF))) \
+            & np.uint64(0xFFFFFFFF)
+        np.testing.assert_array_equal(got, (s * np.uint64(C)) & np.uint64(0xFFFFFFFF))

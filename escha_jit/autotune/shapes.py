@@ -6,7 +6,7 @@ import dataclasses
 from typing import Iterable, Optional, Sequence
 
 from ..kernels import fused, hadamard, prep, reconstruct
-from ..kernels.registry import DTYPES, fused_default_configs, fused_supported
+from ..kernels.registry import DTYPES, fused_default_configs, fused_fits, fused_supported
 from ..spec import KernelSpec
 from .table import M_BUCKETS, TuningTable, entry_key
 
@@ -62,6 +62,8 @@ def model_specs(arch: str, shapes: Iterable[LayerShape], dtypes: Sequence[str] =
                     if e is not None and e.cfg not in cfgs:
                         cfgs.append(e.cfg)
             for cfg in cfgs:
+                if not fused_fits(arch, cfg, sh.K):         # e.g. gfx12: 64 KiB LDS, m_tiles <= 8
+                    continue
                 s = fused.spec_for(arch, sh.K, sh.codebook, dt, dt, cfg)
                 add(s, fused.render_extra(s))
     return list(out.items())

@@ -21,6 +21,7 @@ COLS = 128
 ARGS = ("ptr", "i64", "ptr", "i64", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr",
         "i32", "i32", "i32", "i32", "i32", "i32", "ptr", "ptr", "i32", "i32", "i32", "ptr", "ptr")
 MAX_M = 256
+SMEM_BUDGET = {"nvidia": 200 * 1024, "amd": 64 * 1024}   # dynamic shared memory a launch may take
 XH_MIN_M = 9          # from this M on the input Hadamard runs once, in the prep kernel (H200 tuning)
 
 

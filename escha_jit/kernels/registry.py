@@ -68,6 +68,7 @@ def shipped_specs(arch: str, full: bool = True) -> Iterator[tuple[KernelSpec, di
         s = prep.spec_for(arch, dt)
         yield s, prep.render_extra(s)
     configs = fused_default_configs()
+    seen = set()
     for K, cb in pairs:
         for dt in FUSED_DTYPES:
             for i, cfg in enumerate(configs):
@@ -76,4 +77,17 @@ def shipped_specs(arch: str, full: bool = True) -> Iterator[tuple[KernelSpec, di
                 if not fused_fits(arch, cfg, K):
                     continue
                 s = fused.spec_for(arch, K, cb, dt, dt, cfg)
+                seen.add(s)
+                yield s, fused.render_extra(s)
+    if full:                                          # every configuration the shipped table picks
+        from ..autotune.table import TableError, TuningTable, shipped_table_path
+        try:
+            table = TuningTable.load(shipped_table_path(arch))
+        except (FileNotFoundError, TableError):
+            return
+        for key, e in sorted(table.entries.items()):
+            _, k, cb, _, dt, _ = key.split("|")
+            s = fused.spec_for(arch, float(k[1:].replace("p", ".")), cb, dt, dt, e.cfg)
+            if s not in seen and fused_fits(arch, e.cfg, s.K):
+                seen.add(s)
                 yield s, fused.render_extra(s)

@@ -8,8 +8,10 @@ from typing import Optional
 import torch
 
 from ..kernels import prep
-from ..kernels.fused import (ARGS, COLS, MAX_M, FusedConfig, FusedLaunch, default_config, default_launch,
-                             render_extra, smem_layout, spec_for)
+from ..kernels.fused import (ARGS, COLS, MAX_M, SMEM_BUDGET, FusedConfig, FusedLaunch, default_config,
+                             default_launch, render_extra, smem_layout, spec_for)
+from ..kernels.registry import fused_fits
+from ..spec import vendor_of
 from ..reference import LinearWeights
 from ..autotune.table import entry_key, tables
 from ..trellis import check_rate_codebook, tile_words
@@ -111,7 +113,7 @@ def plan_for(dev: torch.device, K: float, codebook: str, IC: int, OC: int, in_dt
     cfg = cfg or default_config(M)
     if 16 * cfg.m_tiles < M:
         raise ValueError(f"config {cfg} covers M <= {16 * cfg.m_tiles}, got M={M}")
-    launch = launch or default_launch(cfg, K, IC, OC, M, _sms(dev))
+    launch = launch or default_launch(cfg, K, IC, OC, M, _sms(dev), smem_cap=SMEM_BUDGET[vendor_of(arch)])
     if not _fits(cfg, launch, IC, M):
         raise ValueError(f"launch {launch} does not tile IC={IC}: IC/S must be a multiple of 128 and of "
                          f"16*rows_per_stage={16 * cfg.rows_per_stage}")
@@ -123,6 +125,12 @@ def plan_for(dev: torch.device, K: float, codebook: str, IC: int, OC: int, in_dt
         pk = kernel_for(ps, dev, prep.ARGS, prep.render_extra(ps))
     p = _PLANS[key] = Plan(cfg, launch, smem_layout(cfg, K, M, IC // launch.splits), k, pk, source)
     return p
+
+
+def fused_handles(dev: torch.device, K: float, M: int) -> bool:
+    """Whether the fused kernel takes a call of M rows on this device (else reconstruct + GEMM):
+    M <= 256, and on AMD only configurations that fit 64 KiB of LDS."""
+    return 0 < M <= MAX_M and fused_fits(arch_of(dev), default_config(M), K)
 
 
 def fused_linear(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] = None,

@@ -8,7 +8,7 @@ from typing import Optional
 import torch
 
 from ..reference import LinearWeights
-from .fused import MAX_M, fused_linear
+from .fused import fused_handles, fused_linear
 from .hadamard import hadamard128
 from .reconstruct import reconstruct
 
@@ -16,7 +16,7 @@ from .reconstruct import reconstruct
 def linear(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] = None,
            bias32: Optional[torch.Tensor] = None) -> torch.Tensor:
     """The GPU linear: the fused single-launch kernel for M <= 256, reconstruct + vendor GEMM above."""
-    if x.shape[0] <= MAX_M:
+    if fused_handles(w.code.device, w.K, x.shape[0]):
         return fused_linear(x, w, out=out, bias32=bias32)
     return linear_unfused(x, w, out=out)
 

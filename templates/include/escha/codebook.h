@@ -10,9 +10,28 @@ enum Codebook { CB_3INST = 0, CB_MCG = 1, CB_MUL1 = 2 };
 // 3INST / mcg: x = s*a (+ b); y = (x & 0x8FFF8FFF) ^ 0x3B603B60; value = half(y.lo) + half(y.hi).
 // `mask` is 0x8FFF8FFF; hot loops pass it in a register the compiler cannot see through (LOP3
 // takes one immediate, and a visible constant is re-materialised with a MOV before every use).
+#ifndef ESCHA_AMD_MUL24
+#define ESCHA_AMD_MUL24 1
+#endif
+
+// s * C mod 2^32 for a 16-bit state s. On AMD RDNA a 32-bit integer multiply (v_mul_lo_u32) is a
+// quarter-rate VALU op (4 issue cycles: Mesa ACO's RDNA cost model, aco_opcodes.py / aco_statistics.cpp
+// class valu_quarter_rate32; LLVM's GFX12 model gives it latency 8 vs 5), so AMD kernels use
+// two full-rate 24-bit multiplies and one shift-add (3 cycles) instead:
+//     s*C = s*(C mod 2^24) + (s*(C >> 24) << 24)   (mod 2^32; exact for s < 2^16, C < 2^32).
+// NOT measured on hardware; ESCHA_AMD_MUL24=0 restores the single v_mul_lo_u32. NVIDIA: IMAD.
+template <u32 C>
+ESCHA_DEVICE u32 state_mul(u32 s) {
+#if defined(ESCHA_AMD) && ESCHA_AMD_MUL24
+    return mul_u24<(C & 0xFFFFFFu)>(s) + (mul_u24<(C >> 24)>(s) << 24);
+#else
+    return s * C;
+#endif
+}
+
 template <int CB>
 ESCHA_DEVICE u32 lcg_bits(u32 s, u32 mask = 0x8FFF8FFFu) {
-    u32 x = CB == CB_3INST ? s * 89226354u + 64248484u : s * 0xCBAC1FEDu;
+    u32 x = CB == CB_3INST ? state_mul<89226354u>(s) + 64248484u : state_mul<0xCBAC1FEDu>(s);
     return (x & mask) ^ 0x3B603B60u;     // one LOP3
 }
 
@@ -20,7 +39,7 @@ ESCHA_DEVICE u32 lcg_bits(u32 s, u32 mask = 0x8FFF8FFFu) {
 
 // mul1: x = s*0x83DCD12D; 0x6400 + (sum of x's bytes) is the fp16 pattern of 1024 + B.
 ESCHA_DEVICE u32 mul1_bits(u32 s) {
-    return dot4_u8(s * 0x83DCD12Du, 0x01010101u, 0x6400u);
+    return dot4_u8(state_mul<0x83DCD12Du>(s), 0x01010101u, 0x6400u);
 }
 
 // Two states -> two decoded values (a.lo = value of s0, a.hi = value of s1).

@@ -30,6 +30,9 @@
 #ifndef ESCHA_FUSED_DIAG
 #define ESCHA_FUSED_DIAG 0
 #endif
+#ifndef ESCHA_AMD_STAGED_COPY
+#define ESCHA_AMD_STAGED_COPY 0
+#endif
 
 namespace escha {
 
@@ -100,6 +103,25 @@ struct FusedLinear {
             piece_src[i] = r * tiles_n * W32 + 4 * o;
         }
         const long long step_stride = (long long)RB * tiles_n * W32;
+#if defined(ESCHA_AMD) && ESCHA_AMD_STAGED_COPY
+        // gfx12 has no asynchronous global -> LDS copy (async_copy16 is synchronous there): the main
+        // loop issues the loads of the stage it prefetches into VGPRs before decoding the current
+        // stage and stores them to LDS after it, so the memory latency overlaps a stage of decode.
+        // Off by default: hipRTC 6.4 (the users' route) spills the staged registers (400 bytes of
+        // scratch for the M=1 config), clang-22 does not.
+        auto load_step_regs = [&](int step, StagedCopy16<PER_LANE>& st) {
+            const u32* src = src0 + step * step_stride;
+            #pragma unroll
+            for (int i = 0; i < PER_LANE; ++i)
+                if (PIECES % ESCHA_WAVE == 0 || i * ESCHA_WAVE + lane < PIECES) st.load(i, src + piece_src[i]);
+        };
+        auto store_step_regs = [&](int step, const StagedCopy16<PER_LANE>& st) {
+            const u32 slot_bytes = 4u * (u32)((step % STAGES) * SLOT_WORDS);
+            #pragma unroll
+            for (int i = 0; i < PER_LANE; ++i)
+                if (PIECES % ESCHA_WAVE == 0 || i * ESCHA_WAVE + lane < PIECES) st.store(i, piece_dst[i] + slot_bytes);
+        };
+#endif
         auto load_step = [&](int step) {                     // RB rows x TPW tiles, 16 B per lane op
             const u32 slot_bytes = 4u * (u32)((step % STAGES) * SLOT_WORDS);
             const u32* src = src0 + step * step_stride;
@@ -198,9 +220,26 @@ struct FusedLinear {
         for (int step = 0; step < steps; ++step) {
             async_wait<STAGES - 2>();
             wave_sync();
+#if defined(ESCHA_AMD) && ESCHA_AMD_STAGED_COPY
+            StagedCopy16<PER_LANE> staged;
+            const bool prefetch = step + STAGES - 1 < steps;
+            if (prefetch) load_step_regs(step + STAGES - 1, staged);
+#else
             if (step + STAGES - 1 < steps) load_step(step + STAGES - 1);
+#endif
             async_commit();
             const u32 slot = 4u * (u32)((step % STAGES) * SLOT_WORDS);
+#if defined(ESCHA_AMD)
+            // one add per word and step; the tile offsets below then fold into the ds_load offset
+            // field (without the opaque base LLVM keeps one VGPR per (word, tile) and adds 2 VALU per load)
+            u32 word_base[NW];
+            #pragma unroll
+            for (int q = 0; q < NW; ++q) word_base[q] = opaque_u32(lane_words[q] + slot);
+            const u32 slot_rest = 0;
+#else
+            const u32* word_base = lane_words;
+            const u32 slot_rest = slot;
+#endif
             mu::BFrag bf[RB][TPW];
             #pragma unroll
             for (int r = 0; r < RB; ++r)
@@ -208,7 +247,7 @@ struct FusedLinear {
                 for (int b = 0; b < TPW; ++b) {
                     u32 w[NW];
                     #pragma unroll
-                    for (int q = 0; q < NW; ++q) w[q] = lds32(lane_words[q] + slot + 4 * (r * TPW + b) * W32);
+                    for (int q = 0; q < NW; ++q) w[q] = lds32(word_base[q] + slot_rest + 4 * (r * TPW + b) * W32);
 #if ESCHA_FUSED_DIAG == 1
                     #pragma unroll
                     for (int q = 0; q < 4; ++q) bf[r][b].h[q] = bit_cast<half2_t>(w[q % NW] & 0x3BFF3BFFu);
@@ -234,6 +273,9 @@ struct FusedLinear {
                     for (int b = 0; b < TPW; ++b) mu::mma(acc[a][b], af, bf[r][b]);
                 }
 #endif
+#if defined(ESCHA_AMD) && ESCHA_AMD_STAGED_COPY
+            if (prefetch) store_step_regs(step + STAGES - 1, staged);
+#endif
             wave_sync();      // every lane done reading this slot before it is refilled
         }
         async_wait<0>();
@@ -244,7 +286,11 @@ struct FusedLinear {
         const int mtiles = (p.M + 15) / 16;
         #pragma unroll
         for (int a = 0; a < MT; ++a) {
+#if defined(ESCHA_AMD)
+            if (a >= mtiles) continue;     // keep the trip count MT: clang unrolls unknown trip counts only up to 8
+#else
             if (a >= mtiles) break;
+#endif
             stage_rows(red, acc[a], row_exp + 16 * a, lane, wave);
             __syncthreads();
             if (S > 1) {                                    // partial -> workspace [S][M][OC]

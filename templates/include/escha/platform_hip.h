@@ -52,6 +52,16 @@ ESCHA_DEVICE u32 pack_hi16(u32 a, u32 b) { return __builtin_amdgcn_perm(b, a, 0x
 // High 32 bits of the 64-bit product (v_mul_hi_u32).
 ESCHA_DEVICE u32 mul_hi(u32 a, u32 b) { return __umulhi(a, b); }
 
+// Low 32 bits of a * C for a, C < 2^24: v_mul_u32_u24 (full rate). Inline asm because LLVM folds a
+// hand-split 32-bit multiply back into one v_mul_lo_u32.
+template <u32 C>
+ESCHA_DEVICE u32 mul_u24(u32 a) {
+    static_assert(C < (1u << 24), "v_mul_u32_u24 takes 24-bit operands");
+    u32 r;
+    asm("v_mul_u32_u24 %0, %1, %2" : "=v"(r) : "n"(C), "v"(a));
+    return r;
+}
+
 // v_dot4_u32_u8: c + sum of byte products.
 ESCHA_DEVICE u32 dot4_u8(u32 a, u32 b, u32 c) { return __builtin_amdgcn_udot4(a, b, c, false); }
 
@@ -91,16 +101,17 @@ ESCHA_DEVICE u32 lane_gather(u32 v, int src) { return (u32)__builtin_amdgcn_ds_b
 // gfx12 has no asynchronous global -> LDS copy: cp.async does not exist and the VMEM -> LDS loads
 // (global_load_lds_*, feature vmem-to-lds-load-insts) are gfx9/gfx950/gfx1250 only, clang-22 rejects
 // __builtin_amdgcn_global_load_lds for gfx1201. So the copy is SYNCHRONOUS: a 16-byte global load
-// (non-temporal: streamed weights should not evict the x operand from the caches) into VGPRs and
-// a ds_store_b128; the wave waits for the load (s_waitcnt vmcnt) before the store. Completion and
+// into VGPRs and a ds_store_b128; the wave waits for the load (s_waitcnt vmcnt) before the store.
+// (An ordinary load: fused.h copies both the trellis and the shared x operand through here, and a
+// non-temporal hint would also push x out of L2 for the next block.) Completion and
 // visibility to the wave are immediate, so commit/wait only have to keep the compiler from moving
 // LDS accesses across them (a wavefront-scope fence: no instruction is emitted).
 // Memory latency is hidden by other resident waves, not by the stage pipeline of fused.h.
 constexpr bool HAS_ASYNC_COPY = false;
 
-// What a kernel can do instead (see the proposal in docs/AMD_ESTIMATE.md): issue the 16-byte loads
-// of a future pipeline stage into VGPRs early, store them to LDS later, so the memory latency
-// overlaps work instead of stalling the wave at the copy.
+// What a kernel can do instead (docs/AMD_ESTIMATE.md, docs/amd_fused_h.diff): issue the 16-byte
+// loads of a future trellis stage into VGPRs early, store them to LDS later, so the memory latency
+// overlaps work instead of stalling the wave at the copy. Non-temporal: streamed once.
 template <int N>
 struct StagedCopy16 {
     u32v4 v[N];
@@ -109,10 +120,7 @@ struct StagedCopy16 {
     }
     ESCHA_DEVICE void store(int i, u32 saddr) const { sts128(saddr, v[i]); }
 };
-ESCHA_DEVICE void async_copy16(u32 saddr, const void* gmem) {
-    const u32v4 v = __builtin_nontemporal_load(reinterpret_cast<const u32v4*>(gmem));
-    sts128(saddr, v);
-}
+ESCHA_DEVICE void async_copy16(u32 saddr, const void* gmem) { sts128(saddr, *reinterpret_cast<const u32v4*>(gmem)); }
 ESCHA_DEVICE void async_commit() { __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront"); }
 template <int N>
 ESCHA_DEVICE void async_wait() { __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront"); }

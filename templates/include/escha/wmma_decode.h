@@ -14,19 +14,20 @@
 // * ShuffleDecoder ("shuffle"): decode the NVIDIA order (lane L: 8L..8L+7, contiguous bits, the
 //   existing decode_lane) and move the 4 half2 pairs across lanes: 4 rounds of lane_gather
 //   (ds_bpermute_b32) with XOR-butterfly register selects before (by L%4) and after (by the
-//   receiving lane's c): 4 ds_bpermute + 16 v_cndmask + their LDS-crossbar round trips per lane
-//   per tile (one lane_gather/exchange round needs a lane-dependent register on both sides).
+//   receiving lane's c): by design 4 ds_bpermute + 16 v_cndmask per lane per tile (each round
+//   needs a lane-dependent register on both sides), plus the LDS-crossbar round trips.
 //
-// Instruction counts, gfx1201 clang-22 -O3, inner loop of the fused kernel (K=4, mcg, 1 m tile,
-// 4 waves x 2 tile columns x 8 tile rows = 16 tiles per step; scripts/amd_inner_loop.py):
-//   direct : see docs/AMD_ESTIMATE.md (per 8 weights of a lane: 5 ds_load_b32 + 4 v_alignbit for
-//            the words, 8 single-instruction window cuts, then the codebook)
-//   shuffle: the same codebook work + 3 ds_load_b32 + 2 v_alignbit + 11 window ops, plus
-//            4 ds_bpermute_b32 + 16 v_cndmask_b32 for the exchange
-// so the direct route is cheaper by ~16 instructions per 8 weights (2 per weight) at K=4 and
-// does not queue on the LDS crossbar; it is the default. ESCHA_WMMA_B_ROUTE=1 selects the
-// shuffle route (kept: it is the re-layout the NVIDIA test exercises lane by lane, and the
-// fallback if a future K makes the direct span too long).
+// Instruction counts, gfx1201 clang-22 -O3, inner loop of the fused kernel at K=4 mcg M=1 (4 waves x
+// 2 tile columns x 8 tile rows = 16 tiles = 128 weights per lane per iteration), counted by
+// scripts/amd_inner_loop.py (--route direct|shuffle):
+//   direct : 1220 VALU, 80 ds_load_b32 (5 words per tile), 64 v_alignbit, 128 window cuts
+//            (v_bfe_u32 / v_lshrrev), 16 v_wmma; 10.6 issued instructions per weight
+//   shuffle: 1962 VALU of which 752 v_cndmask (47 per tile: the lane-dependent XOR selects on
+//            both sides of the exchange), 64 ds_bpermute_b32, 48 ds_load_b32; 16.5 per weight
+// (with the fused.h address change proposed in docs/AMD_ESTIMATE.md: 1065 vs 1888 VALU).
+// So the direct route is cheaper by ~6 instructions per weight and keeps the LDS crossbar free;
+// it is the default. ESCHA_WMMA_B_ROUTE=1 selects the shuffle route (kept: the NVIDIA test runs
+// both lane by lane, and it is the fallback should a route ever need the NVIDIA order).
 #pragma once
 #include "escha/platform.h"
 #include "escha/codebook.h"
