@@ -42,7 +42,8 @@ print(json.dumps({"version": tc.version(), "fingerprint": tc.fingerprint(), "fin
 """ % (ARCH, ARCH)
 
 
-def run_in_chroot() -> dict:
+def _require_chroot() -> None:
+    """Skip on ESCHA_JIT_SKIP_AMD=1; otherwise fail loudly when the chroot cannot be used."""
     if env.skip_amd():
         pytest.skip("ESCHA_JIT_SKIP_AMD=1: AMD toolchain tests skipped on purpose")
     if not os.path.isfile(os.path.join(CHROOT, ".escha-ready")):
@@ -50,6 +51,10 @@ def run_in_chroot() -> dict:
                     "or set ESCHA_JIT_SKIP_AMD=1 to skip")
     if os.geteuid() != 0:
         pytest.fail("the sid chroot needs root (mount, chroot); set ESCHA_JIT_SKIP_AMD=1 to skip")
+
+
+def run_in_chroot() -> dict:
+    _require_chroot()
     r = subprocess.run([SCRIPT, "run", "python", "-c", SNIPPET], input=WMMA_SOURCE, capture_output=True,
                        text=True, timeout=600)
     assert r.returncode == 0, f"chroot run failed ({r.returncode}):\n{r.stdout}\n{r.stderr}"
@@ -108,13 +113,7 @@ print(json.dumps({"rows": out, "torch_loaded": "torch" in sys.modules}))
 
 @pytest.fixture(scope="module")
 def chroot_fused() -> dict:
-    if env.skip_amd():
-        pytest.skip("ESCHA_JIT_SKIP_AMD=1: AMD toolchain tests skipped on purpose")
-    if not os.path.isfile(os.path.join(CHROOT, ".escha-ready")):
-        pytest.fail(f"no sid chroot at {CHROOT}: run scripts/sid_chroot.sh setup (as root), "
-                    "or set ESCHA_JIT_SKIP_AMD=1 to skip")
-    if os.geteuid() != 0:
-        pytest.fail("the sid chroot needs root (mount, chroot); set ESCHA_JIT_SKIP_AMD=1 to skip")
+    _require_chroot()
     r = subprocess.run([SCRIPT, "run", "python", "-c", FUSED_SNIPPET], input=json.dumps(FUSED_SUBSET),
                        capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, f"chroot run failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"

@@ -96,6 +96,16 @@ def _check_tp(prefix: str, IC: int, OC: int, tp_size: int, name: str) -> None:
                     f"multiples of {HAD_BLOCK}", name)
 
 
+def _check_bias(ix: TensorIndex, prefix: str, OC: int) -> Optional[str]:
+    """The layer's bias tensor name after checking dtype and length, or None when it has none."""
+    bias = f"{prefix}.bias"
+    if not ix.has(bias):
+        return None
+    _expect_dtype(ix, bias, torch.float16, torch.float32)
+    _expect_len(ix, bias, OC, "OC")
+    return bias
+
+
 def check_escha_layer(ix: TensorIndex, prefix: str, meta: LayerMeta, tp_size: int = 1) -> CodedLayer:
     names = {r: f"{prefix}.{r}" for r in ESCHA_ROLES}
     missing = [n for n in names.values() if not ix.has(n)]
@@ -123,10 +133,8 @@ def check_escha_layer(ix: TensorIndex, prefix: str, meta: LayerMeta, tp_size: in
                     f"expected {want}", names["escha_config"])
     for role in ("escha_rin", "escha_s_in", "escha_rout", "escha_s_out"):
         _check_finite(ix.get(names[role]), names[role])
-    bias = f"{prefix}.bias"
-    if ix.has(bias):
-        _expect_dtype(ix, bias, torch.float16, torch.float32)
-        _expect_len(ix, bias, OC, "OC")
+    bias = _check_bias(ix, prefix, OC)
+    if bias:
         names["stored_bias"] = bias
     _check_tp(prefix, IC, OC, tp_size, code)
     return CodedLayer(prefix, "escha", K, meta.codebook, IC, OC, meta.in_features, meta.out_features, names)
@@ -158,10 +166,8 @@ def check_exl3_layer(ix: TensorIndex, prefix: str, tp_size: int = 1) -> CodedLay
             names[legacy] = packed
         else:
             raise CheckpointError(f"coded layer {prefix!r} is incomplete: neither {full!r} nor {packed!r}", full)
-    bias = f"{prefix}.bias"
-    if ix.has(bias):
-        _expect_dtype(ix, bias, torch.float16, torch.float32)
-        _expect_len(ix, bias, OC, "OC")
+    bias = _check_bias(ix, prefix, OC)
+    if bias:
         names["bias"] = bias
     _check_tp(prefix, IC, OC, tp_size, code)
     return CodedLayer(prefix, "exl3", K, codebook, IC, OC, IC, OC, names)
