@@ -166,7 +166,7 @@ def compile_fused(K: float, codebook: str, M: int, dtype: str, route: str, arch:
     from escha_jit.kernels import fused
     from escha_jit.render import include_dir, render
     from escha_jit.toolchain.clang_amd import ClangAMDToolchain
-    cfg = fused.default_config(M)
+    cfg = fused.default_config(M, "amd")
     spec = fused.spec_for(arch, K, codebook, dtype, dtype, cfg)
     src = render(spec, fused.render_extra(spec))
     opts = ["-O3"] + (["-DESCHA_WMMA_B_ROUTE=1"] if route == "shuffle" else []) + [f"-D{d}" for d in defines]

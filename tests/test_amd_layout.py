@@ -301,7 +301,7 @@ def test_fused_gfx1201_isa(clang_amd, K, cb, M):
     from escha_jit.offline import check_code_object
     from escha_jit.render import include_dir, render
     from escha_jit.toolchain import amd_elf
-    spec = fused.spec_for("gfx1201", K, cb, "f16", "f16", fused.default_config(M))
+    spec = fused.spec_for("gfx1201", K, cb, "f16", "f16", fused.default_config(M, "amd"))
     co = clang_amd.compile(render(spec, fused.render_extra(spec)), "gfx1201", ["-O3"],
                            name=spec.kernel_name() + ".hip", include_dirs=[include_dir()])
     assert check_code_object(spec, co.binary, co.resources) == []
@@ -322,7 +322,7 @@ def test_fused_gfx1201_isa(clang_amd, K, cb, M):
     lo, hi = mod.inner_loop(insns)
     body = [x["mnemonic"] for x in insns[lo:hi + 1]]
     assert "ds_bpermute_b32" not in body
-    cfg = fused.default_config(M)
+    cfg = fused.default_config(M, "amd")
     assert body.count("v_wmma_f32_16x16x16_f16") == cfg.rows_per_stage * cfg.m_tiles * (8 // cfg.warps)
     assert "v_mul_lo_u32" not in body            # codebook.h ESCHA_AMD_MUL24: full-rate 24-bit multiplies
 
@@ -335,7 +335,7 @@ def test_registry_ships_fused_for_gfx1201_within_lds():
     assert {s.params["m_tiles"] for s in specs} == {1, 2, 4, 8}     # 16 m tiles cannot fit 64 KiB of LDS
     for s in specs:
         cfg = fused.FusedConfig(**s.params)
-        ms = [M for M in range(1, fused.MAX_M + 1) if fused.default_config(M) == cfg]
+        ms = [M for M in range(1, fused.MAX_M + 1) if fused.default_config(M, "amd") == cfg]
         assert fused.smem_layout(cfg, s.K, min(ms), 128).total <= AMD_LDS_BYTES, s
 
 

@@ -99,7 +99,7 @@ from escha_jit.kernels import fused, prep
 cases = json.loads(sys.stdin.read())
 cache = KernelCache(tempfile.mkdtemp(prefix="escha-hiprtc-"))
 out = []
-specs = [(fused.spec_for("%s", K, cb, dt, dt, fused.default_config(M)), None) for K, cb, M, dt in cases]
+specs = [(fused.spec_for("%s", K, cb, dt, dt, fused.default_config(M, "amd")), None) for K, cb, M, dt in cases]
 specs.append((prep.spec_for("%s", "f16"), None))
 for spec, _ in specs:
     extra = fused.render_extra(spec) if spec.op == "fused" else prep.render_extra(spec)

@@ -89,7 +89,7 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
     timers, specs = [], {}
     for p in problems:
         cands = fused_candidates(arch, p.K, p.IC, p.OC, p.M, sms, **TUNE_GRID, xh=(0, 1) if p.M <= 4 else (1,))
-        specs.update(dict(candidate_specs(arch, p.K, p.codebook, DTYPE_NAMES[p.dtype], cands + [_heuristic(p, sms)])))
+        specs.update(dict(candidate_specs(arch, p.K, p.codebook, DTYPE_NAMES[p.dtype], cands + [_heuristic(p, sms, arch)])))
         timers.append((p, cands, None))
     compile_all(arch, specs=list(specs.items()), jobs=os.cpu_count())
     bar.update(f"compiled {len(specs)} specializations")
@@ -101,7 +101,7 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
     for p, cands, _ in timers:
         t0 = time.perf_counter()
         timer = FusedTimer(p, dev)
-        heur = _heuristic(p, sms)
+        heur = _heuristic(p, sms, arch)
         t_heur = timer(heur, 15)
         rep = successive_halving(cands, timer, budget_s=budget_s, describe=Candidate.key)
         best = rep.best
@@ -133,9 +133,11 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
     return TuneReport(arch, rows, path, time.perf_counter() - t_start)
 
 
-def _heuristic(p, sms) -> Candidate:
-    cfg = default_config(p.M)
-    return Candidate(cfg, default_launch(cfg, p.K, p.IC, p.OC, p.M, sms))
+def _heuristic(p, sms, arch: str = "sm_90") -> Candidate:
+    from ..kernels.fused import SMEM_BUDGET
+    from ..spec import vendor_of
+    cfg = default_config(p.M, vendor_of(arch))
+    return Candidate(cfg, default_launch(cfg, p.K, p.IC, p.OC, p.M, sms, smem_cap=SMEM_BUDGET[vendor_of(arch)]))
 
 
 def _toolchain_id(arch: str) -> str:

@@ -9,8 +9,10 @@ import dataclasses
 import itertools
 
 from ..kernels.fused import FusedConfig, FusedLaunch, smem_layout
+from ..spec import vendor_of
 
 SMEM_CAP = {"sm_90": 227 * 1024, "gfx1201": 64 * 1024}
+AMD_MAX_M_TILES = 8          # kernels.registry.AMD_FUSED_MAX_M_TILES: the gfx12 set stops there
 REG_FILE = {"sm_90": 65536, "gfx1201": 65536}
 
 
@@ -36,6 +38,8 @@ def fused_candidates(arch: str, K: float, IC: int, OC: int, M: int, sms: int,
     mt = 1
     while 16 * mt < M:
         mt *= 2
+    if vendor_of(arch) == "amd" and mt > AMD_MAX_M_TILES:
+        return []                                          # reconstruct + GEMM territory there
     groups = OC // 128
     cap = SMEM_CAP.get(arch, 99 * 1024)
     out = []

@@ -7,7 +7,7 @@ from typing import Iterable, Optional, Sequence
 
 from ..kernels import fused, hadamard, prep, reconstruct
 from ..kernels.registry import DTYPES, fused_default_configs, fused_fits, fused_supported
-from ..spec import KernelSpec
+from ..spec import KernelSpec, vendor_of
 from .table import M_BUCKETS, TuningTable, entry_key
 
 
@@ -55,7 +55,7 @@ def model_specs(arch: str, shapes: Iterable[LayerShape], dtypes: Sequence[str] =
         s = prep.spec_for(arch, dt)
         add(s, prep.render_extra(s))
         for sh in shapes:
-            cfgs = list(fused_default_configs())
+            cfgs = list(fused_default_configs(vendor_of(arch)))
             if table is not None:
                 for M in M_BUCKETS:
                     e = table.entries.get(entry_key("fused", sh.K, sh.codebook, sh.IC, sh.OC, dt, M))

@@ -21,7 +21,9 @@ COLS = 128
 ARGS = ("ptr", "i64", "ptr", "i64", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr",
         "i32", "i32", "i32", "i32", "i32", "i32", "ptr", "ptr", "i32", "i32", "i32", "ptr", "ptr")
 MAX_M = 256
-SMEM_BUDGET = {"nvidia": 200 * 1024, "amd": 64 * 1024}   # dynamic shared memory a launch may take
+# dynamic shared memory a launch may take: NVIDIA a Hopper SM's share for ~1 block; AMD gfx12 keeps
+# blocks at <= 40 KiB so that 3 fit the 128 KiB of a WGP (the hardware limit is 64 KiB per block)
+SMEM_BUDGET = {"nvidia": 200 * 1024, "amd": 40 * 1024}
 XH_MIN_M = 9          # from this M on the input Hadamard runs once, in the prep kernel (H200 tuning)
 
 
@@ -85,16 +87,47 @@ def render_extra(spec: KernelSpec) -> dict:
             "tr_bytes": smem_layout(cfg, spec.K, 1, 128).tr_bytes, "diag": cfg.diag, "xh": cfg.xh}
 
 
-def default_config(M: int) -> FusedConfig:
-    """Untuned default (from the H200 sweeps, benchmarks/results): 4 waves x 2 tile columns up to
-    M = 8, 8 waves above; 8 tile rows per stage, 3 stages."""
+def _m_tiles(M: int) -> int:
     mt = 1
     while 16 * mt < M:
         mt *= 2
+    return mt
+
+
+def default_config(M: int, vendor: str = "nvidia") -> FusedConfig:
+    """Untuned default configuration for M rows on a vendor's GPUs (the tuned table overrides it).
+
+    NVIDIA (from the H200 sweeps, benchmarks/results): 4 waves x 2 tile columns up to M = 8,
+    8 waves above; 8 tile rows per stage, 3 stages; the prep kernel from M = 9.
+    AMD gfx12: see :func:`_amd_default_config`.
+    """
+    if vendor == "amd":
+        return _amd_default_config(M)
+    mt = _m_tiles(M)
     # 8+ m tiles keep 64+ fp32 accumulators per lane: give them the whole register file
     # and hold fewer decoded tiles at once (rows_per_stage 4)
     return FusedConfig(warps=4 if M <= 8 else 8, m_tiles=mt, rows_per_stage=8 if mt <= 4 else 4, stages=3,
                        min_blocks=1 if mt >= 8 else 2, xh=1 if M >= XH_MIN_M else 0)
+
+
+def _amd_default_config(M: int) -> FusedConfig:
+    """gfx12 (RDNA4) from first principles, until a table measured on the hardware exists
+    (docs/AMD_ESTIMATE.md has the numbers):
+
+    * LDS limits occupancy (64 KiB per workgroup, 128 KiB per WGP of 2 CUs x 2 SIMD32; the M = 1
+      kernel needs ~144 VGPRs, i.e. 10 waves per SIMD, so registers do not), hence 2 stages: the
+      global -> LDS copies are synchronous on gfx12 (no cp.async), so a third stage buys no
+      latency hiding, only LDS, and 2 stages let 3 blocks share a WGP;
+    * 4 waves x 2 tile columns up to M = 8 (one wave per SIMD... per block), 8 waves above, as on
+      NVIDIA (the A operand is shared by all waves of a block);
+    * at most 8 m tiles (M <= 128): 16 m tiles do not fit 64 KiB with the A operand; larger M
+      goes to reconstruct + GEMM;
+    * the prep kernel from M = 9, as on NVIDIA (the in-block Hadamard is repeated per column
+      group; its cost grows with M while the prep launch is fixed).
+    """
+    mt = min(_m_tiles(M), 8)
+    return FusedConfig(warps=4 if M <= 8 else 8, m_tiles=mt, rows_per_stage=8 if mt <= 2 else 4, stages=2,
+                       min_blocks=2 if mt <= 2 else 1, xh=1 if M >= XH_MIN_M else 0)
 
 
 def _divisors(n: int) -> list[int]:

@@ -16,11 +16,11 @@ DTYPES = ("f16", "bf16", "f32")
 FUSED_DTYPES = ("f16", "bf16")
 
 
-def fused_default_configs() -> list:
+def fused_default_configs(vendor: str = "nvidia") -> list:
     """The distinct default fused configurations over every M the fused kernel takes."""
     seen = []
     for M in range(1, fused.MAX_M + 1):
-        c = fused.default_config(M)
+        c = fused.default_config(M, vendor)
         if c not in seen:
             seen.append(c)
     return seen
@@ -47,7 +47,7 @@ def fused_fits(arch: str, cfg, K: float) -> bool:
         return True
     if cfg.m_tiles > AMD_FUSED_MAX_M_TILES:
         return False
-    ms = [M for M in range(1, fused.MAX_M + 1) if fused.default_config(M) == cfg] or [16 * cfg.m_tiles]
+    ms = [M for M in range(1, fused.MAX_M + 1) if fused.default_config(M, "amd") == cfg] or [16 * cfg.m_tiles]
     return fused.smem_layout(cfg, K, min(ms), 128).total <= AMD_LDS_BYTES
 
 
@@ -67,7 +67,7 @@ def shipped_specs(arch: str, full: bool = True) -> Iterator[tuple[KernelSpec, di
     for dt in FUSED_DTYPES:
         s = prep.spec_for(arch, dt)
         yield s, prep.render_extra(s)
-    configs = fused_default_configs()
+    configs = fused_default_configs(vendor_of(arch))
     seen = set()
     for K, cb in pairs:
         for dt in FUSED_DTYPES:

@@ -110,10 +110,11 @@ def plan_for(dev: torch.device, K: float, codebook: str, IC: int, OC: int, in_dt
             cfg, launch, source = e.cfg, e.launch, "table"
         else:
             source = "heuristic"
-    cfg = cfg or default_config(M)
+    vendor = vendor_of(arch)
+    cfg = cfg or default_config(M, vendor)
     if 16 * cfg.m_tiles < M:
         raise ValueError(f"config {cfg} covers M <= {16 * cfg.m_tiles}, got M={M}")
-    launch = launch or default_launch(cfg, K, IC, OC, M, _sms(dev), smem_cap=SMEM_BUDGET[vendor_of(arch)])
+    launch = launch or default_launch(cfg, K, IC, OC, M, _sms(dev), smem_cap=SMEM_BUDGET[vendor])
     if not _fits(cfg, launch, IC, M):
         raise ValueError(f"launch {launch} does not tile IC={IC}: IC/S must be a multiple of 128 and of "
                          f"16*rows_per_stage={16 * cfg.rows_per_stage}")
@@ -130,7 +131,9 @@ def plan_for(dev: torch.device, K: float, codebook: str, IC: int, OC: int, in_dt
 def fused_handles(dev: torch.device, K: float, M: int) -> bool:
     """Whether the fused kernel takes a call of M rows on this device (else reconstruct + GEMM):
     M <= 256, and on AMD only configurations that fit 64 KiB of LDS."""
-    return 0 < M <= MAX_M and fused_fits(arch_of(dev), default_config(M), K)
+    arch = arch_of(dev)
+    cfg = default_config(M, vendor_of(arch))
+    return 0 < M <= MAX_M and 16 * cfg.m_tiles >= M and fused_fits(arch, cfg, K)
 
 
 def fused_linear(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] = None,
