@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Mapping, Optional
 
 from .cache import CacheEntry, KernelCache, cache_key, default_cache
 from .errors import ToolchainUnavailable

@@ -7,7 +7,6 @@ Input ``x``: [..., in_features] fp16 / bf16 / fp32; output [..., out_features], 
 from __future__ import annotations
 
 import logging
-from typing import Optional
 
 import torch
 from torch import nn

@@ -3,7 +3,6 @@ shared/golden/exl3) and helpers to read them."""
 from __future__ import annotations
 
 import functools
-import json
 import os
 import sys
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import random
 import shutil
 import subprocess
 import tempfile

@@ -1,8 +1,6 @@
 """The disk cache: keys, concurrency, corruption, read-only and foreign-writable dirs, no-compile."""
-import json
 import multiprocessing as mp
 import os
-import stat
 import time
 
 import pytest

@@ -2,10 +2,9 @@
 import torch
 
 import escha_jit
-from escha_jit.autotune.table import Tables, TuningTable, user_table_path
+from escha_jit.autotune.table import TuningTable, user_table_path
 from escha_jit.nn import EschaLinear
 from escha_jit.ops import fused as F
-from escha_jit.ops.common import NotWarmedUp
 from escha_jit.synth import random_layer
 from conftest import gpu
 

@@ -1,6 +1,5 @@
 """GPU kernels against the reference (skipped where torch sees no GPU; run on the H200 by
 scripts/device_run.sh before a kernel issue is resolved)."""
-import json
 
 import pytest
 import torch

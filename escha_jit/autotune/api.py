@@ -20,7 +20,7 @@ from ..progress import Progress
 from .candidates import Candidate, fused_candidates
 from .search import successive_halving
 from .shapes import LayerShape
-from .table import M_BUCKETS, Entry, TuningTable, entry_key, tables, user_table_path
+from .table import Entry, TuningTable, entry_key, tables, user_table_path
 
 log = logging.getLogger(__name__)
 DEFAULT_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)

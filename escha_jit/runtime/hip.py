@@ -1,7 +1,6 @@
 """HIP runtime through hip-python: load hsaco code objects, launch on torch's current stream."""
 from __future__ import annotations
 
-import ctypes
 import threading
 from typing import Any, Sequence
 
