@@ -55,6 +55,46 @@ def device_arch(device: torch.device) -> str:
     return f"sm_{p.major}{p.minor}"
 
 
+def check(res, what: str):
+    """Vendor bindings return (status, *values): raise on a non-zero status, else the value(s)."""
+    status, *vals = res if isinstance(res, tuple) else (res,)
+    if int(getattr(status, "value", status)) != 0:
+        raise RuntimeError(f"{what} failed: {status!r}")
+    return vals[0] if len(vals) == 1 else (vals or None)
+
+
+class Module:
+    """A loaded code object; kernel functions looked up once by name."""
+
+    def __init__(self, runtime, handle):
+        self.runtime, self.handle = runtime, handle
+        self._functions: dict[str, Any] = {}
+
+    def function(self, name: str, arg_kinds: Sequence[str]) -> "Kernel":
+        if name not in self._functions:
+            self._functions[name] = self.runtime.get_function(self.handle, name)
+        return Kernel(self.runtime, self._functions[name], name, arg_kinds)
+
+
+class VendorRuntime:
+    """What both vendor runtimes share: one module per (device, cache key), loaded under a lock.
+    Subclasses provide load_binary, get_function, set_max_dynamic_smem and launch."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._modules: dict[tuple[int, str], Module] = {}
+
+    def load(self, device: torch.device, key: str, binary: bytes) -> Module:
+        idx = device.index if device.index is not None else torch.cuda.current_device()
+        with self._lock:
+            mod = self._modules.get((idx, key))
+            if mod is None:
+                with torch.cuda.device(idx):
+                    handle = self.load_binary(idx, binary)
+                mod = self._modules[(idx, key)] = Module(self, handle)
+            return mod
+
+
 class Kernel:
     """A loaded kernel function with its argument kinds (a list of ARG_TYPES keys)."""
 
