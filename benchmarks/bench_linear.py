@@ -7,6 +7,10 @@ measured the same way in the same process. Inputs are random, never zeros.
 
     python benchmarks/bench_linear.py --out results.json            # the PERF.md targets 1 and 2
     python benchmarks/bench_linear.py --quick                        # a few cases
+    python benchmarks/bench_linear.py --act-quants none,int8         # + the opt-in int8 route (mul1)
+
+Rows of the int8-activation route carry act="int8"; the summary keeps them apart (the PERF.md
+targets are about fp16/bf16 activations).
 """
 from __future__ import annotations
 
@@ -91,6 +95,7 @@ def main(argv=None):
     ap.add_argument("--codebooks", default="mcg,mul1")
     ap.add_argument("--dtypes", default="f16,bf16")
     ap.add_argument("--shapes", default=None, help="e.g. 4096x4096,8192x28672")
+    ap.add_argument("--act-quants", default="none", help="none,int8 (int8: mul1 layers, M <= 64)")
     args = ap.parse_args(argv)
     dev = torch.device("cuda")
     torch.manual_seed(0)
@@ -100,6 +105,7 @@ def main(argv=None):
     dts = {"f16": torch.float16, "bf16": torch.bfloat16}
     dtypes = args.dtypes.split(",")
     ms = [int(m) for m in args.ms.split(",")]
+    acts = [None if a == "none" else a for a in args.act_quants.split(",")]
     pms = [int(m) for m in args.prefill_ms.split(",") if m]
     if args.quick:
         shapes, ks, dtypes, pms = shapes[:1] + shapes[-1:], [2.0, 4.0], ["f16"], [1024]
@@ -121,39 +127,52 @@ def main(argv=None):
             for cb in cbs:
                 n = n_copies(IC * OC * K // 8)
                 layers = random_layers(IC, OC, K, cb, n, dev)
-                for dt in dtypes:
-                    for M in ms + pms:
+                for dt, M, act in [(dt, M, act) for act in acts for dt in dtypes for M in ms + pms]:
+                    if act == "int8" and (cb != "mul1" or M > F.I8_MAX_M):
+                        continue
+                    if True:
                         x = torch.randn(M, IC, device=dev).to(dts[dt])
                         ys = [torch.empty(M, OC, device=dev, dtype=dts[dt]) for _ in layers]
-                        fn = linear if M <= F.MAX_M else linear_unfused
+                        if act:
+                            fn = lambda x, w, out, act=act: linear(x, w, out=out, act_quant=act)  # noqa: E731
+                        else:
+                            fn = linear if M <= F.MAX_M else linear_unfused
                         try:
                             us = time_graph([lambda w=w, y=y: fn(x, w, out=y) for w, y in zip(layers, ys)],
                                             replays=20 if M <= F.MAX_M else 5)
                         except Exception as e:  # noqa: BLE001 - report and go on
-                            print(f"FAILED {IC}x{OC} K{K} {cb} M{M} {dt}: {type(e).__name__}: {e}", flush=True)
+                            print(f"FAILED {IC}x{OC} K{K} {cb} M{M} {dt} {act}: {type(e).__name__}: {e}", flush=True)
                             continue
                         ref = base.get((IC, OC, cb, K, M))
                         wps = IC * OC / (us * 1e-6)
-                        row = dict(IC=IC, OC=OC, K=K, codebook=cb, M=M, dtype=dt, us=us, bf16_us=dense[M],
+                        row = dict(IC=IC, OC=OC, K=K, codebook=cb, M=M, dtype=dt, act=act or "none", us=us,
+                                   bf16_us=dense[M],
                                    speedup_bf16=dense[M] / us, ref_us=ref, speedup_ref=(ref / us) if ref else None,
                                    weights_per_s=wps, weight_gb_s=IC * OC * K / 8 / (us * 1e-6) / 1e9)
                         rows.append(row)
-                        print(f"{IC:>5}x{OC:<5} {K:>3g} {cb:>4} {M:>5} {dt:>4} {us:>8.2f} {dense[M]:>8.2f} "
+                        dlabel = dt + ("+i8" if act == "int8" else "")
+                        print(f"{IC:>5}x{OC:<5} {K:>3g} {cb:>4} {M:>5} {dlabel:>4} {us:>8.2f} {dense[M]:>8.2f} "
                               f"{dense[M] / us:>7.2f} {ref if ref else float('nan'):>7.1f} "
                               f"{(ref / us) if ref else float('nan'):>6.2f} {wps / 1e12:>6.2f} {row['weight_gb_s']:>7.0f}",
                               flush=True)
                 del layers
                 torch.cuda.empty_cache()
-    dec = [r for r in rows if r.get("speedup_bf16") and r["M"] <= 16]
+    dec = [r for r in rows if r.get("speedup_bf16") and r["M"] <= 16 and r["act"] == "none"]
     summary = {}
+    gm = lambda v: math.exp(sum(math.log(a) for a in v) / len(v))  # noqa: E731
+    i8 = [r for r in rows if r.get("act") == "int8" and r["M"] <= 16]
+    if i8:
+        summary["int8_decode_geomean_vs_bf16"] = gm([r["speedup_bf16"] for r in i8])
+        summary["int8_decode_min_vs_bf16"] = min(r["speedup_bf16"] for r in i8)
+        refi = [r["speedup_ref"] for r in i8 if r["speedup_ref"]]
+        summary["int8_decode_geomean_vs_ref"] = gm(refi) if refi else None
     if dec:
-        gm = lambda v: math.exp(sum(math.log(a) for a in v) / len(v))  # noqa: E731
         summary["decode_geomean_vs_bf16"] = gm([r["speedup_bf16"] for r in dec])
         refd = [r["speedup_ref"] for r in dec if r["speedup_ref"]]
         summary["decode_geomean_vs_ref"] = gm(refd) if refd else None
         summary["decode_min_vs_bf16"] = min(r["speedup_bf16"] for r in dec)
         summary["decode_min_vs_ref"] = min(refd) if refd else None
-    pre = [r for r in rows if r.get("speedup_bf16") and r["M"] >= 1024]
+    pre = [r for r in rows if r.get("speedup_bf16") and r["M"] >= 1024 and r["act"] == "none"]
     if pre:
         summary["prefill_min_vs_bf16"] = min(r["speedup_bf16"] for r in pre)
     print(json.dumps(summary, indent=1))

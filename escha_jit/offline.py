@@ -59,22 +59,27 @@ def check_code_object(spec: KernelSpec, binary: bytes, resources: dict) -> list[
             problems.append(f"ELF targets {info.get('target')}, not {spec.arch}")
         if res.get("wavefront") not in (None, 32):
             problems.append(f"wavefront {res.get('wavefront')}, expected 32")
-        if spec.op == "fused" and not problems:
+        if spec.op in MATRIX_INSTRUCTION and not problems:
             problems += _check_amd_matrix_unit(spec, binary)
     elif not binary.startswith(b"\x7fELF"):
         problems.append("not an ELF cubin")
     return problems
 
 
+# the gfx12 matrix instruction each matrix kernel must contain
+MATRIX_INSTRUCTION = {"fused": "v_wmma_f32_16x16x16_f16", "fused_i8": "v_wmma_i32_16x16x16_iu8"}
+
+
 def _check_amd_matrix_unit(spec: KernelSpec, binary: bytes) -> list[str]:
-    """The fused kernel must really run on the matrix unit (gfx12: v_wmma_f32_16x16x16_f16)."""
+    """The fused kernels must really run on the matrix unit (MATRIX_INSTRUCTION)."""
     from .errors import ToolchainUnavailable
     from .toolchain.amd_elf import disassemble
+    want = MATRIX_INSTRUCTION[spec.op]
     try:
         asm = disassemble(binary, spec.arch)
     except (ToolchainUnavailable, RuntimeError) as e:
         return [f"cannot disassemble to check for v_wmma: {e}"]
-    return [] if "v_wmma_f32_16x16x16_f16" in asm else ["no v_wmma_f32_16x16x16_f16 in the disassembly"]
+    return [] if want in asm else [f"no {want} in the disassembly"]
 
 
 def _compile_one(args: tuple) -> CompileRow:

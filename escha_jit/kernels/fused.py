@@ -12,6 +12,7 @@ size the launch and to filter tuning candidates.
 from __future__ import annotations
 
 import dataclasses
+from typing import Optional
 
 from ..spec import KernelSpec
 from ..trellis import tile_words
@@ -25,6 +26,9 @@ MAX_M = 256
 # blocks at <= 40 KiB so that 3 fit the 128 KiB of a WGP (the hardware limit is 64 KiB per block)
 SMEM_BUDGET = {"nvidia": 200 * 1024, "amd": 40 * 1024}
 XH_MIN_M = 9          # from this M on the input Hadamard runs once, in the prep kernel (H200 tuning)
+ACT_QUANTS = (None, "int8")
+I8_MAX_M = 64         # the int8-activation kernels serve decode-sized M; larger M use the fp16 route
+I8_CODEBOOKS = ("mul1",)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,28 +67,50 @@ def _align(n: int, a: int = 16) -> int:
     return -(-n // a) * a
 
 
-def smem_layout(cfg: FusedConfig, K: float, M: int, kr: int) -> SmemLayout:
-    """Bytes of dynamic shared memory: A operand [M][kr + 8] fp16, one trellis ring per wave
+def smem_layout(cfg: FusedConfig, K: float, M: int, kr: int, i8: bool = False) -> SmemLayout:
+    """Bytes of dynamic shared memory: A operand [M][kr + 8] fp16 (int8 route: [M][kr + 16] u32
+    words, then two fp32 [16*m_tiles][kr/128] dequantisation tables), one trellis ring per wave
     [stages][rows_per_stage][8/warps tiles][W32] u32 (all waves: stages*rows*8*W32 words), one m
-    tile of partial sums [16][132] fp32, per-row exponents [16*m_tiles] + flag, 16 zero bytes."""
+    tile of partial sums [16][132] fp32, per-row exponents [16*m_tiles] + flag, 32 zero bytes."""
     mp = 16 * cfg.m_tiles
     w32 = tile_words(K) // 2
-    xs = _align(M * (kr + 8) * 2)
+    if i8:
+        xs = _align(M * (kr + 16) * 4) + _align(2 * mp * (kr // 128) * 4)
+    else:
+        xs = _align(M * (kr + 8) * 2)
     tr = cfg.stages * cfg.rows_per_stage * 8 * w32 * 4     # warps x private rings of (8/warps) tile columns
     red = 16 * (COLS + 4) * 4
-    ex = _align((mp + 4) * 4 + 16)
+    ex = _align((mp + 4) * 4 + 32)
     return SmemLayout(xs, xs + tr, xs + tr + red, xs + tr + red + ex, tr)
 
 
-def spec_for(arch: str, K: float, codebook: str, in_dtype: str, out_dtype: str, cfg: FusedConfig) -> KernelSpec:
-    return KernelSpec.make("fused", arch, K=K, codebook=codebook, in_dtype=in_dtype, out_dtype=out_dtype,
+def check_act_quant(act_quant: Optional[str], codebook: str) -> None:
+    """Raise a clear error for an unknown activation quantization or one the codebook lacks."""
+    if act_quant not in ACT_QUANTS:
+        raise ValueError(f"act_quant={act_quant!r}: expected one of {ACT_QUANTS}")
+    if act_quant == "int8" and codebook not in I8_CODEBOOKS:
+        raise ValueError(f"act_quant='int8' needs the mul1 codebook (its weights are affine in the bytes of a "
+                         f"32-bit hash, which feed the int8 matrix unit exactly); this layer uses {codebook!r}")
+
+
+def spec_for(arch: str, K: float, codebook: str, in_dtype: str, out_dtype: str, cfg: FusedConfig,
+             act_quant: Optional[str] = None) -> KernelSpec:
+    """The fused kernel ("fused"), or with act_quant='int8' its int8-activation twin ("fused_i8")."""
+    check_act_quant(act_quant, codebook)
+    op = "fused_i8" if act_quant == "int8" else "fused"
+    return KernelSpec.make(op, arch, K=K, codebook=codebook, in_dtype=in_dtype, out_dtype=out_dtype,
                            tile=cfg.tile())
+
+
+def is_i8(spec: KernelSpec) -> bool:
+    return spec.op == "fused_i8"
 
 
 def render_extra(spec: KernelSpec) -> dict:
     cfg = FusedConfig(**spec.params)
     return {"in_code": DTYPE_CODES[spec.in_dtype], "out_code": DTYPE_CODES[spec.out_dtype],
-            "tr_bytes": smem_layout(cfg, spec.K, 1, 128).tr_bytes, "diag": cfg.diag, "xh": cfg.xh}
+            "tr_bytes": smem_layout(cfg, spec.K, 1, 128).tr_bytes, "diag": cfg.diag, "xh": cfg.xh,
+            "i8": is_i8(spec)}
 
 
 def _m_tiles(M: int) -> int:
@@ -92,6 +118,17 @@ def _m_tiles(M: int) -> int:
     while 16 * mt < M:
         mt *= 2
     return mt
+
+
+def default_config_i8(M: int, vendor: str = "nvidia") -> FusedConfig:
+    """The int8 route's configuration (not tuned yet): its own prologue (no prep kernel), 8 tile
+    rows per stage (one 128-feature block: the int32 sums fold into fp32 once per stage), 4 waves
+    up to M = 8; the stage count of the vendor's fp16 default."""
+    if not 0 < M <= I8_MAX_M:
+        raise ValueError(f"the int8-activation kernels take 1 <= M <= {I8_MAX_M}, got M={M}")
+    mt = _m_tiles(M)
+    return FusedConfig(warps=4 if M <= 8 else 8, m_tiles=mt, rows_per_stage=8, stages=2 if vendor == "amd" else 3,
+                       min_blocks=1 if mt >= 4 else 2, xh=0)
 
 
 def default_config(M: int, vendor: str = "nvidia") -> FusedConfig:
@@ -135,12 +172,12 @@ def _divisors(n: int) -> list[int]:
 
 
 def default_launch(cfg: FusedConfig, K: float, IC: int, OC: int, M: int, sms: int,
-                   smem_cap: int = 200 * 1024) -> FusedLaunch:
+                   smem_cap: int = 200 * 1024, i8: bool = False) -> FusedLaunch:
     """Heuristic: the fewest splits that give 3.5+ blocks per SM and fit shared memory."""
     groups = OC // COLS
     blocks128 = IC // 128
     fitting = [d for d in _divisors(blocks128)
-               if IC // d % (16 * cfg.rows_per_stage) == 0 and smem_layout(cfg, K, M, IC // d).total <= smem_cap]
+               if IC // d % (16 * cfg.rows_per_stage) == 0 and smem_layout(cfg, K, M, IC // d, i8).total <= smem_cap]
     if not fitting:
         raise ValueError(f"no split of IC={IC} fits shared memory for M={M} with {cfg}")
     for d in fitting:

@@ -26,6 +26,16 @@ def fused_default_configs(vendor: str = "nvidia") -> list:
     return seen
 
 
+def fused_i8_default_configs(vendor: str = "nvidia") -> list:
+    """The distinct default configurations of the int8-activation kernels (M <= I8_MAX_M)."""
+    seen = []
+    for M in range(1, fused.I8_MAX_M + 1):
+        c = fused.default_config_i8(M, vendor)
+        if c not in seen:
+            seen.append(c)
+    return seen
+
+
 def fused_supported(arch: str) -> bool:
     """NVIDIA (mma.m16n8k16) and AMD gfx12 / RDNA4 (wave32 WMMA, include/escha/matunit_wmma.h)."""
     return vendor_of(arch) == "nvidia" or arch.startswith("gfx12")
@@ -38,7 +48,7 @@ K range) is 68 KiB > 64 KiB of LDS, and the epilogue's ``break`` out of its MT=1
 loop rolled (LLVM fully unrolls unknown trip counts only up to 8), so acc[] goes to scratch."""
 
 
-def fused_fits(arch: str, cfg, K: float) -> bool:
+def fused_fits(arch: str, cfg, K: float, i8: bool = False) -> bool:
     """Whether ``cfg`` at rate K can launch on ``arch`` for at least the smallest M routed to it
     (default_config), at the smallest input range a block takes (kr = 128): the LDS formula of
     kernels/fused.smem_layout against the arch's per-workgroup limit. NVIDIA: always (its 227 KB
@@ -47,8 +57,11 @@ def fused_fits(arch: str, cfg, K: float) -> bool:
         return True
     if cfg.m_tiles > AMD_FUSED_MAX_M_TILES:
         return False
-    ms = [M for M in range(1, fused.MAX_M + 1) if fused.default_config(M, "amd") == cfg] or [16 * cfg.m_tiles]
-    return fused.smem_layout(cfg, K, min(ms), 128).total <= AMD_LDS_BYTES
+    if i8:
+        ms = [M for M in range(1, fused.I8_MAX_M + 1) if fused.default_config_i8(M, "amd") == cfg]
+    else:
+        ms = [M for M in range(1, fused.MAX_M + 1) if fused.default_config(M, "amd") == cfg]
+    return fused.smem_layout(cfg, K, min(ms or [16 * cfg.m_tiles]), 128, i8).total <= AMD_LDS_BYTES
 
 
 def shipped_specs(arch: str, full: bool = True) -> Iterator[tuple[KernelSpec, dict[str, Any]]]:
@@ -79,6 +92,16 @@ def shipped_specs(arch: str, full: bool = True) -> Iterator[tuple[KernelSpec, di
                 s = fused.spec_for(arch, K, cb, dt, dt, cfg)
                 seen.add(s)
                 yield s, fused.render_extra(s)
+    for K, cb in pairs:                               # the opt-in int8-activation kernels (mul1)
+        if cb not in fused.I8_CODEBOOKS:
+            continue
+        for dt in FUSED_DTYPES:
+            for i, cfg in enumerate(fused_i8_default_configs(vendor_of(arch))):
+                if not full and (K != 4.0 or dt != "f16" or i != 0):
+                    continue
+                if fused_fits(arch, cfg, K, i8=True):
+                    s = fused.spec_for(arch, K, cb, dt, dt, cfg, act_quant="int8")
+                    yield s, fused.render_extra(s)
     if full:                                          # every configuration the shipped table picks
         from ..autotune.table import TableError, TuningTable, shipped_table_path
         try:

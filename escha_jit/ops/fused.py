@@ -8,8 +8,8 @@ from typing import Optional
 import torch
 
 from ..kernels import prep
-from ..kernels.fused import (ARGS, COLS, MAX_M, SMEM_BUDGET, FusedConfig, FusedLaunch, default_config,
-                             default_launch, render_extra, smem_layout, spec_for)
+from ..kernels.fused import (ARGS, COLS, I8_MAX_M, MAX_M, SMEM_BUDGET, FusedConfig, FusedLaunch, check_act_quant,
+                             default_config, default_config_i8, default_launch, render_extra, smem_layout, spec_for)
 from ..kernels.registry import fused_fits
 from ..spec import vendor_of
 from ..reference import LinearWeights
@@ -94,17 +94,26 @@ def _fits(cfg: FusedConfig, launch: FusedLaunch, IC: int, M: int) -> bool:
 
 
 def plan_for(dev: torch.device, K: float, codebook: str, IC: int, OC: int, in_dt: str, out_dt: str, M: int,
-             cfg: Optional[FusedConfig] = None, launch: Optional[FusedLaunch] = None) -> Plan:
+             cfg: Optional[FusedConfig] = None, launch: Optional[FusedLaunch] = None,
+             act_quant: Optional[str] = None) -> Plan:
     """The plan of a call: explicit config/launch, else the tuned table's entry for the M bucket,
-    else the heuristic. Compiles / loads kernels on first use (never inside graph capture)."""
+    else the heuristic. Compiles / loads kernels on first use (never inside graph capture).
+    ``act_quant='int8'``: the int8-activation kernels (heuristic only; not in the tuned tables)."""
     idx = dev.index if dev.index is not None else torch.cuda.current_device()
-    key = (idx, K, codebook, IC, OC, in_dt, out_dt, M, cfg, launch)
+    key = (idx, K, codebook, IC, OC, in_dt, out_dt, M, cfg, launch, act_quant)
     p = _PLANS.get(key)
     if p is not None:
         return p
+    check_act_quant(act_quant, codebook)
+    i8 = act_quant == "int8"
     arch = arch_of(dev)
     source = "explicit"
-    if cfg is None and launch is None:
+    if i8:
+        if cfg is not None and cfg.xh:
+            raise ValueError(f"config {cfg}: the int8-activation kernels quantize in their own prologue (xh=0)")
+        if cfg is None:
+            cfg, source = default_config_i8(M, vendor_of(arch)), "heuristic"
+    elif cfg is None and launch is None:
         e = tables().lookup(arch, entry_key("fused", K, codebook, IC, OC, in_dt, M))
         if e is not None and _fits(e.cfg, e.launch, IC, M):
             cfg, launch, source = e.cfg, e.launch, "table"
@@ -114,38 +123,47 @@ def plan_for(dev: torch.device, K: float, codebook: str, IC: int, OC: int, in_dt
     cfg = cfg or default_config(M, vendor)
     if 16 * cfg.m_tiles < M:
         raise ValueError(f"config {cfg} covers M <= {16 * cfg.m_tiles}, got M={M}")
-    launch = launch or default_launch(cfg, K, IC, OC, M, _sms(dev), smem_cap=SMEM_BUDGET[vendor])
+    launch = launch or default_launch(cfg, K, IC, OC, M, _sms(dev), smem_cap=SMEM_BUDGET[vendor], i8=i8)
     if not _fits(cfg, launch, IC, M):
         raise ValueError(f"launch {launch} does not tile IC={IC}: IC/S must be a multiple of 128 and of "
                          f"16*rows_per_stage={16 * cfg.rows_per_stage}")
-    spec = spec_for(arch, K, codebook, in_dt, out_dt, cfg)
+    spec = spec_for(arch, K, codebook, in_dt, out_dt, cfg, act_quant)
     k = kernel_for(spec, dev, ARGS, render_extra(spec))
     pk = None
     if cfg.xh:
         ps = prep.spec_for(arch, in_dt)
         pk = kernel_for(ps, dev, prep.ARGS, prep.render_extra(ps))
-    p = _PLANS[key] = Plan(cfg, launch, smem_layout(cfg, K, M, IC // launch.splits), k, pk, source)
+    p = _PLANS[key] = Plan(cfg, launch, smem_layout(cfg, K, M, IC // launch.splits, i8), k, pk, source)
     return p
 
 
-def fused_handles(dev: torch.device, K: float, M: int) -> bool:
+def fused_handles(dev: torch.device, K: float, M: int, act_quant: Optional[str] = None) -> bool:
     """Whether the fused kernel takes a call of M rows on this device (else reconstruct + GEMM):
-    M <= 256, and on AMD only configurations that fit 64 KiB of LDS."""
+    M <= 256 (int8 activations: M <= 64), and on AMD only configurations that fit 64 KiB of LDS."""
     arch = arch_of(dev)
+    if act_quant == "int8":
+        return 0 < M <= I8_MAX_M and fused_fits(arch, default_config_i8(M, vendor_of(arch)), K, i8=True)
     cfg = default_config(M, vendor_of(arch))
     return 0 < M <= MAX_M and 16 * cfg.m_tiles >= M and fused_fits(arch, cfg, K)
 
 
 def fused_linear(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] = None,
                  out_dtype: Optional[torch.dtype] = None, cfg: Optional[FusedConfig] = None,
-                 launch: Optional[FusedLaunch] = None, bias32: Optional[torch.Tensor] = None) -> torch.Tensor:
+                 launch: Optional[FusedLaunch] = None, bias32: Optional[torch.Tensor] = None,
+                 act_quant: Optional[str] = None) -> torch.Tensor:
     """y [M, out_features] = x [M, in_features] @ W in one launch (M <= 256).
 
     x fp16/bf16/fp32 with unit last stride; ``out`` an optional [M, out_features] view with unit
     last stride (e.g. a column slice of a merged projection's output); ``bias32`` the layer's bias
     as fp32 (pass it precomputed to avoid a conversion per call).
+
+    ``act_quant='int8'`` (opt-in, mul1 layers, M <= 64): the rotated activations are quantized to
+    int8 with one scale per (token, 128-feature block) and multiplied on the int8 matrix unit by
+    the exact mul1 weights (the codebook's value before its final fp16 rounding). Error: ~0.5-1 %
+    relative RMS of the output (benchmarks/RESULTS.md), against <= 0.1 % for the default path.
     """
     check_rate_codebook(w.K, w.codebook)
+    check_act_quant(act_quant, w.codebook)
     if x.dim() != 2:
         raise ValueError(f"x must be 2-D [M, in_features], got shape {list(x.shape)}")
     dev = w.code.device
@@ -157,6 +175,8 @@ def fused_linear(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] 
     M = x.shape[0]
     if M > MAX_M:
         raise ValueError(f"fused_linear handles M <= {MAX_M}, got {M}")
+    if act_quant == "int8" and M > I8_MAX_M:
+        raise ValueError(f"act_quant='int8' handles M <= {I8_MAX_M}, got {M}")
     check_tensor("code", w.code, dtypes=(torch.int16,), device=dev, shape=(None, None, tile_words(w.K)))
     IC, OC = w.IC, w.OC
     check_tensor("rin", w.rin, dtypes=(torch.float16,), device=dev, shape=(IC,))
@@ -174,7 +194,8 @@ def fused_linear(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] 
             raise ValueError(f"out must have unit stride in its last dim, got strides {out.stride()}")
     if M == 0:
         return out
-    plan = plan_for(dev, w.K, w.codebook, IC, OC, DTYPE_NAMES[x.dtype], DTYPE_NAMES[out.dtype], M, cfg, launch)
+    plan = plan_for(dev, w.K, w.codebook, IC, OC, DTYPE_NAMES[x.dtype], DTYPE_NAMES[out.dtype], M, cfg, launch,
+                    act_quant)
     cfg, launch, lay = plan.cfg, plan.launch, plan.layout
     kr = IC // launch.splits
     groups = OC // COLS

@@ -8,14 +8,21 @@ from typing import Optional
 import torch
 
 from ..reference import LinearWeights
+from ..kernels.fused import check_act_quant
 from .fused import fused_handles, fused_linear
 from .hadamard import hadamard128
 from .reconstruct import reconstruct
 
 
 def linear(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] = None,
-           bias32: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """The GPU linear: the fused single-launch kernel for M <= 256, reconstruct + vendor GEMM above."""
+           bias32: Optional[torch.Tensor] = None, act_quant: Optional[str] = None) -> torch.Tensor:
+    """The GPU linear: the fused single-launch kernel for M <= 256, reconstruct + vendor GEMM above.
+
+    ``act_quant='int8'`` (opt-in, mul1 layers only) sends decode-sized calls (M <= 64) to the
+    int8-activation kernels; larger M keep the exact fp16 route."""
+    check_act_quant(act_quant, w.codebook)
+    if act_quant == "int8" and fused_handles(w.code.device, w.K, x.shape[0], act_quant):
+        return fused_linear(x, w, out=out, bias32=bias32, act_quant=act_quant)
     if fused_handles(w.code.device, w.K, x.shape[0]):
         return fused_linear(x, w, out=out, bias32=bias32)
     return linear_unfused(x, w, out=out)

@@ -38,9 +38,14 @@ ESCHA_DEVICE u32 lcg_bits(u32 s, u32 mask = 0x8FFF8FFFu) {
 
 
 // mul1: x = s*0x83DCD12D; 0x6400 + (sum of x's bytes) is the fp16 pattern of 1024 + B.
+ESCHA_DEVICE u32 mul1_hash(u32 s) { return state_mul<0x83DCD12Du>(s); }
 ESCHA_DEVICE u32 mul1_bits(u32 s) {
-    return dot4_u8(state_mul<0x83DCD12Du>(s), 0x01010101u, 0x6400u);
+    return dot4_u8(mul1_hash(s), 0x01010101u, 0x6400u);
 }
+// The exact (pre-rounding) mul1 value is (MUL1_NUM * B - MUL1_OFF) / 2^18, B = the byte sum:
+// half(0x1EEE) = 1774 / 2^18 and (1024 * 1774 - 2^18 * 10.3828125) = -905216 (FORMAT.md section 5).
+constexpr float MUL1_SCALE = 1774.f / 262144.f;
+constexpr float MUL1_OFFSET = 905216.f / 262144.f;      // 3.453125
 
 // Two states -> two decoded values (a.lo = value of s0, a.hi = value of s1).
 template <int CB>

@@ -37,7 +37,7 @@
 namespace escha {
 
 template <int K2, int CB, typename in_t, typename out_t, int WARPS, int MT, int RB, int STAGES, int TR_BYTES,
-          bool XH>
+          bool XH, bool I8 = false>
 struct FusedLinear {
     static constexpr int COLS = 128;                   // output columns per block (one Hadamard block)
     static constexpr int TILES_N = COLS / 16;           // 8 tile columns per block
@@ -50,6 +50,8 @@ struct FusedLinear {
     static_assert(SLOT_WORDS % 4 == 0, "stages are copied in 16-byte pieces");
     static_assert(TR_BYTES == WARPS * RING_WORDS * 4, "host and kernel disagree on the trellis ring size");
     static constexpr int RED_LD = COLS + 4;
+    static_assert(!I8 || CB == CB_MUL1, "int8 activations need the mul1 codebook (weights affine in hash bytes)");
+    static_assert(!I8 || !XH, "the int8 route quantizes in its own prologue");
 
     struct Args {
         const in_t* x; long long ldx;
@@ -74,7 +76,14 @@ struct FusedLinear {
         float* red = reinterpret_cast<float*>(smem + p.off_red);
         int* row_exp = reinterpret_cast<int*>(smem + p.off_exp);     // [MP] per-row exponent
         int* flag = row_exp + MP;
-        half_t* zero16 = reinterpret_cast<half_t*>(flag + 4);       // 16 bytes of zeros: rows >= M
+        half_t* zero16 = reinterpret_cast<half_t*>(flag + 4);       // 32 bytes of zeros: rows >= M
+        // int8 route: x words [M][KR + 16] (one token value replicated in 4 bytes, mu::i8_slot order
+        // per 16-k slab), then per (row, 128-block) the dequantisation factor and offset [MP][KR/128]
+        u32* xq = reinterpret_cast<u32*>(smem);
+        const int xq_ld = p.k_split + 16;                           // words; 16 mod 32: no bank conflicts
+        const int nkb = p.k_split / 128;
+        float* q_scale = reinterpret_cast<float*>(smem + ((p.M * xq_ld * 4 + 15) & ~15));
+        float* q_off = q_scale + MP * nkb;
 
         const int tiles_n = p.OC / 16;
         const mu::Decoder<K2> dec(lane);
@@ -130,7 +139,7 @@ struct FusedLinear {
                 if (PIECES % ESCHA_WAVE == 0 || i * ESCHA_WAVE + lane < PIECES)
                     async_copy16(piece_dst[i] + slot_bytes, src + piece_src[i]);
         };
-        if (threadIdx.x < 4) reinterpret_cast<u32*>(zero16)[threadIdx.x] = 0u;
+        if (threadIdx.x < 8) reinterpret_cast<u32*>(zero16)[threadIdx.x] = 0u;
         if (threadIdx.x == 4) flag[1] = (int)0x8FFF8FFFu;   // the codebook mask, read back below
         if constexpr (XH) {
             // ---- the A operand was precomputed (prep kernel): copy its rows' K range, async
@@ -150,6 +159,8 @@ struct FusedLinear {
         if constexpr (XH) {
             async_wait<STAGES - 1>();                           // group 0 has landed
             __syncthreads();
+        } else if constexpr (I8) {
+            quantize_x(p, xq, xq_ld, q_scale, q_off, lane, wave);
         } else {
             // ---- prologue: the block's K range of x -> scaled, Hadamard-rotated fp16 A operand.
             // Optimistic single pass: every (row, 128-block) is stored unscaled; a row with a value
@@ -194,6 +205,23 @@ struct FusedLinear {
             __syncthreads();
         }
 
+        float acc[MT][TPW][mu::ACC];
+        #pragma unroll
+        for (int a = 0; a < MT; ++a)
+            #pragma unroll
+            for (int b = 0; b < TPW; ++b)
+                #pragma unroll
+                for (int i = 0; i < mu::ACC; ++i) acc[a][b][i] = 0.f;
+        if constexpr (I8) {
+            // tokens 8..15 of the m tiles: compile-time (no branch around the unit's instructions);
+            // with one m tile M <= 8 skips them, with more every group runs (padded ones on zeros)
+            if (MT == 1 && p.M <= 8)
+                main_loop_i8<false>(p, acc, xq, xq_ld, q_scale, zero16, src0, step_stride, piece_dst, piece_src,
+                                    lane_words, dec, steps, lane);
+            else
+                main_loop_i8<true>(p, acc, xq, xq_ld, q_scale, zero16, src0, step_stride, piece_dst, piece_src,
+                                   lane_words, dec, steps, lane);
+        } else {
         // A operand addresses of this lane (ldmatrix: lane l supplies row l % 16); rows >= M read
         // the 16 zero bytes instead (their column step is 0).
         u32 a_addr[MT], a_step[MT];
@@ -208,13 +236,6 @@ struct FusedLinear {
         // constant, so it keeps it in a register (LOP3 takes one immediate; a visible constant
         // is re-materialised with a MOV before every use).
         const u32 cb_mask = reinterpret_cast<const u32*>(flag)[1];
-        float acc[MT][TPW][mu::ACC];
-        #pragma unroll
-        for (int a = 0; a < MT; ++a)
-            #pragma unroll
-            for (int b = 0; b < TPW; ++b)
-                #pragma unroll
-                for (int i = 0; i < mu::ACC; ++i) acc[a][b][i] = 0.f;
 
         // ---- main loop: wave-private pipeline, decode all tiles of a step, then multiply
         for (int step = 0; step < steps; ++step) {
@@ -278,6 +299,7 @@ struct FusedLinear {
 #endif
             wave_sync();      // every lane done reading this slot before it is refilled
         }
+        }   // not I8
         async_wait<0>();
         __syncthreads();
 
@@ -291,7 +313,10 @@ struct FusedLinear {
 #else
             if (a >= mtiles) break;
 #endif
-            stage_rows(red, acc[a], row_exp + 16 * a, lane, wave);
+            if constexpr (I8)
+                stage_rows_i8(red, acc[a], q_off + 16 * a * nkb, nkb, lane, wave);
+            else
+                stage_rows(red, acc[a], row_exp + 16 * a, lane, wave);
             __syncthreads();
             if (S > 1) {                                    // partial -> workspace [S][M][OC]
                 for (int t = threadIdx.x; t < 16 * COLS / 4; t += blockDim.x) {
@@ -329,6 +354,151 @@ struct FusedLinear {
             __syncthreads();
         }
         if (threadIdx.x == 0) p.counters[g] = 0;            // ready for the next call
+    }
+
+    // ---- int8 route
+    // Prologue: per (row m, 128-block kb) of the block's K range, q = round(v * 127 / amax) of the
+    // Hadamard-rotated row (v = H128(x * s_in * rin), amax = max |v| over the block; one wave per
+    // item, no block-wide reduction) stored as 4 replicated bytes per word in mu::i8_slot order;
+    // q_scale = amax / 127 * MUL1_SCALE multiplies the item's integer sums sum_k q_k * B_k, and
+    // q_off[m][0] ends up holding MUL1_OFFSET * sum_kb (amax / 127) * sum_k q_k, the part of
+    // sum_k q_k * w_k that does not depend on the output column (w = MUL1_SCALE * B - MUL1_OFFSET).
+    ESCHA_DEVICE static void quantize_x(const Args& p, u32* xq, int xq_ld, float* q_scale, float* q_off,
+                                        int lane, int wave) {
+        const int nkb = p.k_split / 128;
+        const int k_begin = blockIdx.y * p.k_split;
+        const bool vec = p.in_valid == p.IC && (p.ldx % 8) == 0 && (reinterpret_cast<u64>(p.x) % 16) == 0;
+        for (int t = p.M * nkb + threadIdx.x; t < MP * nkb; t += blockDim.x) q_scale[t] = q_off[t] = 0.f;
+        for (int item = wave; item < p.M * nkb; item += WARPS) {
+            const int m = item / nkb, kb = item % nkb;
+            float v[4];
+            load_scaled4(p, m, k_begin + kb * 128 + 4 * lane, vec, v);
+            hadamard128_lane(v, lane);
+            float amax = 0.f;
+            #pragma unroll
+            for (int i = 0; i < 4; ++i) { v[i] *= HAD128_SCALE; amax = fmaxf(amax, fabsf(v[i])); }
+            #pragma unroll
+            for (int s = 16; s > 0; s >>= 1) amax = fmaxf(amax, shfl_xor(amax, s));
+            const float inv = amax > 0.f ? 127.f / amax : 0.f;
+            int qsum = 0;
+            #pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                const int q = max(-127, min(127, (int)rintf(v[i] * inv)));
+                qsum += q;
+                const int k = kb * 128 + 4 * lane + i;
+                xq[m * xq_ld + (k & ~15) + mu::i8_slot(k & 15)] = ((u32)q & 0xFFu) * 0x01010101u;
+            }
+            #pragma unroll
+            for (int s = 16; s > 0; s >>= 1) qsum += (int)shfl_xor((u32)qsum, s);
+            if (lane == 0) {
+                const float step = amax / 127.f;
+                q_scale[m * nkb + kb] = step * MUL1_SCALE;
+                q_off[m * nkb + kb] = step * (float)qsum;
+            }
+        }
+        __syncthreads();
+        for (int m = threadIdx.x; m < p.M; m += blockDim.x) {    // fixed order: deterministic
+            float o = 0.f;
+            for (int kb = 0; kb < nkb; ++kb) o += q_off[m * nkb + kb];
+            q_off[m * nkb] = o * MUL1_OFFSET;
+        }
+        __syncthreads();
+    }
+
+    // Main loop of the int8 route: per tile row, decode TPW tiles to hashes and run the s8 x u8
+    // unit into int32 sums; every 128 input features (8 tile rows) fold the sums into fp32 with
+    // the block's dequantisation factor of the row (|sum| <= 128 * 1020 * 127 < 2^24: exact).
+    template <bool G1, typename Dec, typename PD, typename PS, typename LW>
+    ESCHA_DEVICE static void main_loop_i8(const Args& p, float (&acc)[MT][TPW][mu::ACC], const u32* xq, int xq_ld,
+                                          const float* q_scale, const half_t* zero, const u32* src0,
+                                          long long step_stride, const PD& piece_dst, const PS& piece_src,
+                                          const LW& lane_words, const Dec& dec, int steps, int lane) {
+        constexpr int NW = Dec::NW;
+        constexpr int PIECES = SLOT_WORDS / 4, PER_LANE = (PIECES + ESCHA_WAVE - 1) / ESCHA_WAVE;
+        const int nkb = p.k_split / 128;
+        u32 a_addr[MT][2], a_step[MT][2];
+        const float* sc_row[MT][mu::ACC];
+        #pragma unroll
+        for (int a = 0; a < MT; ++a) {
+            #pragma unroll
+            for (int part = 0; part < 2; ++part) {     // tokens >= M read zeros with a column step of 0
+                const int m = 16 * a + mu::i8_x_row(lane, part);
+                a_addr[a][part] = m < p.M ? smem_addr(xq + m * xq_ld + mu::i8_x_word(lane, part))
+                                          : smem_addr(zero) + 16u * (u32)part;
+                a_step[a][part] = m < p.M ? 64u : 0u;   // bytes per 16-k slab
+            }
+            #pragma unroll
+            for (int i = 0; i < mu::ACC; ++i) sc_row[a][i] = q_scale + (16 * a + mu::i8_acc_row(lane, i)) * nkb;
+        }
+        int iacc[MT][TPW][mu::ACC];
+        #pragma unroll
+        for (int a = 0; a < MT; ++a)
+            #pragma unroll
+            for (int b = 0; b < TPW; ++b)
+                #pragma unroll
+                for (int i = 0; i < mu::ACC; ++i) iacc[a][b][i] = 0;
+        auto load_step = [&](int step) {
+            const u32 slot_bytes = 4u * (u32)((step % STAGES) * SLOT_WORDS);
+            const u32* src = src0 + step * step_stride;
+            #pragma unroll
+            for (int i = 0; i < PER_LANE; ++i)
+                if (PIECES % ESCHA_WAVE == 0 || i * ESCHA_WAVE + lane < PIECES)
+                    async_copy16(piece_dst[i] + slot_bytes, src + piece_src[i]);
+        };
+        for (int step = 0; step < steps; ++step) {
+            async_wait<STAGES - 2>();
+            wave_sync();
+            if (step + STAGES - 1 < steps) load_step(step + STAGES - 1);
+            async_commit();
+            const u32 slot = 4u * (u32)((step % STAGES) * SLOT_WORDS);
+            #pragma unroll
+            for (int r = 0; r < RB; ++r) {
+                mu::BFragI8 bf[TPW];
+                #pragma unroll
+                for (int b = 0; b < TPW; ++b) {
+                    u32 w[NW];
+                    #pragma unroll
+                    for (int q = 0; q < NW; ++q) w[q] = lds32(lane_words[q] + slot + 4 * (r * TPW + b) * W32);
+                    dec.hashes(bf[b].w, w);
+                }
+                const int row = step * RB + r;                      // tile row inside the block's K range
+                #pragma unroll
+                for (int a = 0; a < MT; ++a) {
+                    mu::XFragI8 xf;
+                    mu::load_x_i8(xf, a_addr[a][0] + (u32)row * a_step[a][0], a_addr[a][1] + (u32)row * a_step[a][1],
+                                  G1);
+                    #pragma unroll
+                    for (int b = 0; b < TPW; ++b) mu::mma_i8(iacc[a][b], xf, bf[b], G1);
+                }
+                if ((row & 7) == 7) {                               // end of a 128-feature block
+                    const int kb = row >> 3;
+                    #pragma unroll
+                    for (int a = 0; a < MT; ++a)
+                        #pragma unroll
+                        for (int i = 0; i < mu::ACC; ++i) {
+                            const float f = sc_row[a][i][kb];
+                            #pragma unroll
+                            for (int b = 0; b < TPW; ++b) {
+                                acc[a][b][i] += (float)iacc[a][b][i] * f;
+                                iacc[a][b][i] = 0;
+                            }
+                        }
+                }
+            }
+            wave_sync();      // every lane done reading this slot before it is refilled
+        }
+    }
+
+    // One m tile of the int8 route's accumulators minus the row's column-independent part -> shared.
+    ESCHA_DEVICE static void stage_rows_i8(float* red, const float (&acc)[TPW][mu::ACC], const float* off,
+                                           int nkb, int lane, int wave) {
+        #pragma unroll
+        for (int b = 0; b < TPW; ++b)
+            #pragma unroll
+            for (int i = 0; i < mu::ACC; ++i) {
+                const int r = mu::i8_acc_row(lane, i);
+                red[r * RED_LD + (wave * TPW + b) * 16 + mu::i8_acc_col(lane, i)] = acc[b][i] - off[r * nkb];
+            }
     }
 
     // x[m, k..k+3] * s_in * rin as fp32 (zero beyond the logical input width).

@@ -41,7 +41,63 @@ struct Decoder {
     // Decode this lane's part of one tile from its NW raw words.
     template <int CB>
     ESCHA_DEVICE void decode(BFrag& b, const u32 (&w)[NW], u32 mask) const { decode_lane<K2, CB>(w, ls, b.h, mask); }
+
+    // The mul1 hashes of this lane's 8 positions (the int8 route's B operand).
+    ESCHA_DEVICE void hashes(u32 (&h)[8], const u32 (&w)[NW]) const {
+        u32 s[8];
+        ls.template states<false>(w, s);
+        #pragma unroll
+        for (int j = 0; j < 8; ++j) h[j] = mul1_hash(s[j]);
+    }
 };
+
+// ---- int8 activations (the opt-in fused_i8 kernels; mul1 codebook only)
+// mma.m16n8k32 s8 x u8 -> s32 with the operands swapped (D^T = W^T x^T): the WEIGHTS are the
+// 16-row A operand (16 output columns of a trellis tile) and 8 tokens are the n8 B operand, so a
+// decode-sized M <= 8 fills the unit with no padding and a tile takes 2 instructions per 8 tokens.
+// A mul1 weight is affine in the byte sum of its 32-bit hash h = s * 0x83DCD12D, so the four bytes
+// of h ARE the operand: one weight fills 4 consecutive k (a "k group") and the token's int8 value
+// is replicated in the 4 bytes of its word. Relabelling (both operands alike, so the sum over k
+// is unchanged): in the "lo" instruction k group G = t <-> tile row 2t, G = 4 + t <-> row 2t + 1
+// (t = lane % 4), in the "hi" one rows 8 + 2t, 9 + 2t. A lane's hashes of positions j = 0..7
+// (pos_row/pos_col: rows 2t + (j&1) + 8((j>>1)&1), columns g + 8(j>>2), g = lane / 4) then form
+//   lo: A = {h0, h4, h1, h5} (rows g, g+8 of W^T at G = t, then at G = 4 + t), hi: {h2, h6, h3, h7}
+// and its token words {row 2t, 2t+1, 8+2t, 9+2t} of token g give B = {w0, w1} (lo), {w2, w3} (hi).
+constexpr int I8_ZERO_BYTES = 16;                 // the zero row a lane reads for tokens >= M
+struct XFragI8 { u32 v[2][4]; };                  // token groups 0..7 / 8..15 of an m tile
+struct BFragI8 { u32 w[8]; };                     // hashes of positions j = 0..7
+
+// Where the prologue stores x element k (0..15 of a 16-k slab): lane t = l%4 then loads the
+// words of rows 2t, 2t+1, 8+2t, 9+2t with one 16-byte load.
+ESCHA_DEVICE constexpr int i8_slot(int k) { return 4 * ((k >> 1) & 3) + 2 * (k >> 3) + (k & 1); }
+// This lane's two x loads of an m tile (token row inside the tile, first word inside the slab):
+// token groups 0..7 and 8..15, token g of each.
+ESCHA_DEVICE int i8_x_row(int lane, int part) { return (lane >> 2) + 8 * part; }
+ESCHA_DEVICE int i8_x_word(int lane, int /*part*/) { return 4 * (lane & 3); }
+
+ESCHA_DEVICE void load_x_i8(XFragI8& x, u32 addr0, u32 addr1, bool group1) {
+    lds128(x.v[0], addr0);
+    if (group1) lds128(x.v[1], addr1);
+}
+
+// c[4p + i]: token group p (0, 1) of the m tile, accumulator i of its 16x8 D^T tile.
+// group1: whether tokens 8..15 of the tile exist (a warp-uniform skip of half the work for M <= 8).
+ESCHA_DEVICE void mma_i8(int (&c)[ACC], const XFragI8& x, const BFragI8& b, bool group1) {
+    const u32 lo[4] = {b.w[0], b.w[4], b.w[1], b.w[5]}, hi[4] = {b.w[2], b.w[6], b.w[3], b.w[7]};
+    int (&c0)[4] = *reinterpret_cast<int (*)[4]>(&c[0]);
+    int (&c1)[4] = *reinterpret_cast<int (*)[4]>(&c[4]);
+    mma_16832_s8u8(c0, lo, x.v[0][0], x.v[0][1]);
+    mma_16832_s8u8(c0, hi, x.v[0][2], x.v[0][3]);
+    if (group1) {
+        mma_16832_s8u8(c1, lo, x.v[1][0], x.v[1][1]);
+        mma_16832_s8u8(c1, hi, x.v[1][2], x.v[1][3]);
+    }
+}
+
+// Token (row of y inside the m tile) and output column (inside the 16-column tile) of c[i]:
+// D^T[col][token] with col = g (+8 for i&2), token = 2t + (i&1) (+8 for the second group).
+ESCHA_DEVICE int i8_acc_row(int lane, int i) { return 8 * (i >> 2) + 2 * (lane & 3) + (i & 1); }
+ESCHA_DEVICE int i8_acc_col(int lane, int i) { return (lane >> 2) + 8 * ((i >> 1) & 1); }
 
 }  // namespace mu
 }  // namespace escha

@@ -39,6 +39,45 @@ ESCHA_DEVICE void mma(float (&c)[ACC], const AFrag& a, const BFrag& b) {
 ESCHA_DEVICE int acc_row(int lane, int i) { return wmma::acc_row(lane, i); }
 ESCHA_DEVICE int acc_col(int lane, int i) { return wmma::acc_col(lane, i); }
 
+// ---- int8 activations (the opt-in fused_i8 kernels; mul1 codebook only)
+// v_wmma_i32_16x16x16_iu8: A signed 8-bit (the token's int8 value replicated in the 4 bytes of a
+// word), B unsigned 8-bit (the 4 bytes of a weight's mul1 hash), s32 accumulate without clamping.
+// One instruction takes 2 words per lane of each operand: 2 weights of the lane's column. The
+// gfx12 8-bit A and B layouts map (lane half, VGPR, byte) to the same hardware k, as the 16-bit
+// ones do (wmma_layout.h), so the relabelling argument there holds: instruction t (0..3) of a
+// tile gives VGPR r of lane l the weight of row 8(l/16) + 2t + r and the x element of that row.
+constexpr int I8_ZERO_BYTES = 32;                 // the zero row a lane reads for tokens >= M
+typedef int int2_t __attribute__((ext_vector_type(2)));
+typedef int int8v_t __attribute__((ext_vector_type(8)));
+struct XFragI8 { u32 v[8]; };                     // x words of token l%16, slab k 8(l/16) .. +7
+struct BFragI8 { u32 w[8]; };                     // hashes of elements e = 0..7 (rows 8(l/16) + e)
+
+ESCHA_DEVICE constexpr int i8_slot(int k) { return k; }      // natural order inside the slab
+ESCHA_DEVICE int i8_x_row(int lane, int /*part*/) { return lane & 15; }
+ESCHA_DEVICE int i8_x_word(int lane, int part) { return 8 * (lane >> 4) + 4 * part; }
+
+ESCHA_DEVICE void load_x_i8(XFragI8& x, u32 addr0, u32 addr1, bool /*group1*/) {
+    const u32v4 p0 = lds128(addr0), p1 = lds128(addr1);
+    x.v[0] = p0.x; x.v[1] = p0.y; x.v[2] = p0.z; x.v[3] = p0.w;
+    x.v[4] = p1.x; x.v[5] = p1.y; x.v[6] = p1.z; x.v[7] = p1.w;
+}
+
+ESCHA_DEVICE void mma_i8(int (&c)[ACC], const XFragI8& x, const BFragI8& b, bool /*group1*/) {
+    int8v_t acc = {c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]};
+    #pragma unroll
+    for (int t = 0; t < 4; ++t) {
+        const int2_t av = {(int)x.v[2 * t], (int)x.v[2 * t + 1]};
+        const int2_t bv = {(int)b.w[2 * t], (int)b.w[2 * t + 1]};
+        acc = __builtin_amdgcn_wmma_i32_16x16x16_iu8_w32_gfx12(true, av, false, bv, acc, false);
+    }
+    #pragma unroll
+    for (int i = 0; i < ACC; ++i) c[i] = acc[i];
+}
+
+// Token and output column of accumulator i: the f32 WMMA's D layout.
+ESCHA_DEVICE int i8_acc_row(int lane, int i) { return wmma::acc_row(lane, i); }
+ESCHA_DEVICE int i8_acc_col(int lane, int i) { return wmma::acc_col(lane, i); }
+
 // Per-lane decode state (computed once per kernel): which raw words of a tile this lane needs.
 template <int K2>
 struct Decoder {
@@ -56,6 +95,15 @@ struct Decoder {
     // Decode this lane's part of one tile from its NW raw words, in the WMMA B layout.
     template <int CB>
     ESCHA_DEVICE void decode(BFrag& b, const u32 (&w)[NW], u32 mask) const { rt.template decode<CB>(w, b.h, mask); }
+
+    // The mul1 hashes of this lane's 8 elements (the int8 route's B operand; direct route only).
+    ESCHA_DEVICE void hashes(u32 (&h)[8], const u32 (&w)[NW]) const {
+        static_assert(ESCHA_WMMA_B_ROUTE == 0, "the int8 route decodes in the WMMA order directly");
+        u32 s[8];
+        rt.states(w, s);
+        #pragma unroll
+        for (int e = 0; e < 8; ++e) h[e] = mul1_hash(s[e]);
+    }
 };
 
 }  // namespace mu
