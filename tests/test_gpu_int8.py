@@ -44,19 +44,19 @@ def _check(w, M, dtype, seed=0, out_dtype=None, **kw):
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
 def test_int8_every_rate(K, dtype):
     w = _layer(512, 384, K, seed=int(4 * K))
-    for M in (1, 5, 16):
+    for M in (1, 5, 8):
         _check(w, M, dtype, seed=M)
 
 
-@pytest.mark.parametrize("M", [1, 2, 7, 8, 9, 15, 16, 17, 31, 33, 48, 64])
-def test_int8_every_m_tile_count(M):
+@pytest.mark.parametrize("M", [1, 2, 3, 4, 5, 6, 7, 8])
+def test_int8_every_m(M):
     _check(_layer(1024, 256, 3.0, seed=M), M, torch.float16, seed=M)
 
 
 @pytest.mark.parametrize("shape", [(4096, 512), (14336, 256), (8192, 1024)])
 def test_int8_split_k(shape):
     w = _layer(*shape, 2.0, seed=7)
-    for M in (1, 4, 16):
+    for M in (1, 4, 8):
         _check(w, M, torch.float16, seed=M)
 
 
@@ -90,11 +90,11 @@ def test_int8_deterministic_graph_and_routing():
         g.replay()
         torch.cuda.synchronize()
         assert torch.equal(out, y0)
-    # linear(): int8 for M <= 64, the exact fp16 route above
+    # linear(): int8 for M <= 8, the exact fp16 route above
     assert torch.equal(linear(x, w, act_quant="int8"), y0)
     xb = torch.randn(100, 4096, device=DEV).half()
     assert torch.equal(linear(xb, w, act_quant="int8"), linear(xb, w))
     with pytest.raises(ValueError, match="mul1"):
         F.fused_linear(x, random_layer(4096, 256, 2.0, "mcg").to(DEV), act_quant="int8")
-    with pytest.raises(ValueError, match="M <= 64"):
+    with pytest.raises(ValueError, match="M <= 8"):
         F.fused_linear(xb, w, act_quant="int8")

@@ -51,8 +51,8 @@ def test_int8_option_errors():
         fused.spec_for("sm_90", 2.0, "mcg", "f16", "f16", fused.default_config_i8(1), act_quant="int8")
     with pytest.raises(ValueError, match="act_quant"):
         fused.check_act_quant("fp8", "mul1")
-    with pytest.raises(ValueError, match="M <= 64"):
-        fused.default_config_i8(65)
+    with pytest.raises(ValueError, match="M <= 8"):
+        fused.default_config_i8(9)
     with pytest.raises(ValueError, match="mul1"):
         Q.forward_int8(torch.randn(1, 256), random_layer(256, 128, 2.0, "mcg"))
 

@@ -27,7 +27,8 @@ MAX_M = 256
 SMEM_BUDGET = {"nvidia": 200 * 1024, "amd": 40 * 1024}
 XH_MIN_M = 9          # from this M on the input Hadamard runs once, in the prep kernel (H200 tuning)
 ACT_QUANTS = (None, "int8")
-I8_MAX_M = 64         # the int8-activation kernels serve decode-sized M; larger M use the fp16 route
+I8_MAX_M = 8          # the int8-activation kernels serve decode batches (one n8 token group of the
+                      # swapped int8 unit on NVIDIA); larger M use the exact fp16 route
 I8_CODEBOOKS = ("mul1",)
 
 
@@ -121,14 +122,12 @@ def _m_tiles(M: int) -> int:
 
 
 def default_config_i8(M: int, vendor: str = "nvidia") -> FusedConfig:
-    """The int8 route's configuration (not tuned yet): its own prologue (no prep kernel), 8 tile
-    rows per stage (one 128-feature block: the int32 sums fold into fp32 once per stage), 4 waves
-    up to M = 8; the stage count of the vendor's fp16 default."""
+    """The int8 route's configuration (not tuned yet): its own prologue (no prep kernel), one m
+    tile, 4 waves, 8 tile rows per stage (one 128-feature block: the int32 sums fold into fp32
+    once per stage); the stage count of the vendor's fp16 default."""
     if not 0 < M <= I8_MAX_M:
         raise ValueError(f"the int8-activation kernels take 1 <= M <= {I8_MAX_M}, got M={M}")
-    mt = _m_tiles(M)
-    return FusedConfig(warps=4 if M <= 8 else 8, m_tiles=mt, rows_per_stage=8, stages=2 if vendor == "amd" else 3,
-                       min_blocks=1 if mt >= 4 else 2, xh=0)
+    return FusedConfig(warps=4, m_tiles=1, rows_per_stage=8, stages=2 if vendor == "amd" else 3, min_blocks=2, xh=0)
 
 
 def default_config(M: int, vendor: str = "nvidia") -> FusedConfig:

@@ -139,7 +139,7 @@ def plan_for(dev: torch.device, K: float, codebook: str, IC: int, OC: int, in_dt
 
 def fused_handles(dev: torch.device, K: float, M: int, act_quant: Optional[str] = None) -> bool:
     """Whether the fused kernel takes a call of M rows on this device (else reconstruct + GEMM):
-    M <= 256 (int8 activations: M <= 64), and on AMD only configurations that fit 64 KiB of LDS."""
+    M <= 256 (int8 activations: M <= 8), and on AMD only configurations that fit 64 KiB of LDS."""
     arch = arch_of(dev)
     if act_quant == "int8":
         return 0 < M <= I8_MAX_M and fused_fits(arch, default_config_i8(M, vendor_of(arch)), K, i8=True)
@@ -157,7 +157,7 @@ def fused_linear(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] 
     last stride (e.g. a column slice of a merged projection's output); ``bias32`` the layer's bias
     as fp32 (pass it precomputed to avoid a conversion per call).
 
-    ``act_quant='int8'`` (opt-in, mul1 layers, M <= 64): the rotated activations are quantized to
+    ``act_quant='int8'`` (opt-in, mul1 layers, M <= 8): the rotated activations are quantized to
     int8 with one scale per (token, 128-feature block) and multiplied on the int8 matrix unit by
     the exact mul1 weights (the codebook's value before its final fp16 rounding). Error: ~0.5-1 %
     relative RMS of the output (benchmarks/RESULTS.md), against <= 0.1 % for the default path.

@@ -18,7 +18,7 @@ def linear(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] = None
            bias32: Optional[torch.Tensor] = None, act_quant: Optional[str] = None) -> torch.Tensor:
     """The GPU linear: the fused single-launch kernel for M <= 256, reconstruct + vendor GEMM above.
 
-    ``act_quant='int8'`` (opt-in, mul1 layers only) sends decode-sized calls (M <= 64) to the
+    ``act_quant='int8'`` (opt-in, mul1 layers only) sends decode-sized calls (M <= 8) to the
     int8-activation kernels; larger M keep the exact fp16 route."""
     check_act_quant(act_quant, w.codebook)
     if act_quant == "int8" and fused_handles(w.code.device, w.K, x.shape[0], act_quant):

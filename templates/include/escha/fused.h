@@ -52,6 +52,10 @@ struct FusedLinear {
     static constexpr int RED_LD = COLS + 4;
     static_assert(!I8 || CB == CB_MUL1, "int8 activations need the mul1 codebook (weights affine in hash bytes)");
     static_assert(!I8 || !XH, "the int8 route quantizes in its own prologue");
+    // The int8 route serves M <= 8 (one m tile): on NVIDIA one n8 token group of the swapped unit,
+    // so tokens 8..15 are never computed (I8_G1 = false); gfx12's unit always takes 16.
+    static_assert(!I8 || MT == 1, "the int8 route takes one m tile (M <= 8)");
+    static constexpr bool I8_G1 = false;
 
     struct Args {
         const in_t* x; long long ldx;
@@ -213,14 +217,8 @@ struct FusedLinear {
                 #pragma unroll
                 for (int i = 0; i < mu::ACC; ++i) acc[a][b][i] = 0.f;
         if constexpr (I8) {
-            // tokens 8..15 of the m tiles: compile-time (no branch around the unit's instructions);
-            // with one m tile M <= 8 skips them, with more every group runs (padded ones on zeros)
-            if (MT == 1 && p.M <= 8)
-                main_loop_i8<false>(p, acc, xq, xq_ld, q_scale, zero16, src0, step_stride, piece_dst, piece_src,
-                                    lane_words, dec, steps, lane);
-            else
-                main_loop_i8<true>(p, acc, xq, xq_ld, q_scale, zero16, src0, step_stride, piece_dst, piece_src,
-                                   lane_words, dec, steps, lane);
+            main_loop_i8(p, acc, xq, xq_ld, q_scale, zero16, src0, step_stride, piece_dst, piece_src, lane_words,
+                         dec, steps, lane);
         } else {
         // A operand addresses of this lane (ldmatrix: lane l supplies row l % 16); rows >= M read
         // the 16 zero bytes instead (their column step is 0).
@@ -369,10 +367,21 @@ struct FusedLinear {
         const int k_begin = blockIdx.y * p.k_split;
         const bool vec = p.in_valid == p.IC && (p.ldx % 8) == 0 && (reinterpret_cast<u64>(p.x) % 16) == 0;
         for (int t = p.M * nkb + threadIdx.x; t < MP * nkb; t += blockDim.x) q_scale[t] = q_off[t] = 0.f;
-        for (int item = wave; item < p.M * nkb; item += WARPS) {
+        constexpr int BATCH = 4;                  // items whose loads are in flight together (latency)
+        const int items = p.M * nkb;
+        for (int item0 = wave; item0 < items; item0 += BATCH * WARPS) {
+          float vb[BATCH][4];
+          #pragma unroll
+          for (int u = 0; u < BATCH; ++u) {
+            const int item = item0 + u * WARPS;
+            if (item < items) load_scaled4(p, item / nkb, k_begin + (item % nkb) * 128 + 4 * lane, vec, vb[u]);
+          }
+          #pragma unroll
+          for (int u = 0; u < BATCH; ++u) {
+            const int item = item0 + u * WARPS;
+            if (item >= items) break;
             const int m = item / nkb, kb = item % nkb;
-            float v[4];
-            load_scaled4(p, m, k_begin + kb * 128 + 4 * lane, vec, v);
+            float (&v)[4] = vb[u];
             hadamard128_lane(v, lane);
             float amax = 0.f;
             #pragma unroll
@@ -395,6 +404,7 @@ struct FusedLinear {
                 q_scale[m * nkb + kb] = step * MUL1_SCALE;
                 q_off[m * nkb + kb] = step * (float)qsum;
             }
+          }
         }
         __syncthreads();
         for (int m = threadIdx.x; m < p.M; m += blockDim.x) {    // fixed order: deterministic
@@ -408,7 +418,7 @@ struct FusedLinear {
     // Main loop of the int8 route: per tile row, decode TPW tiles to hashes and run the s8 x u8
     // unit into int32 sums; every 128 input features (8 tile rows) fold the sums into fp32 with
     // the block's dequantisation factor of the row (|sum| <= 128 * 1020 * 127 < 2^24: exact).
-    template <bool G1, typename Dec, typename PD, typename PS, typename LW>
+    template <typename Dec, typename PD, typename PS, typename LW>
     ESCHA_DEVICE static void main_loop_i8(const Args& p, float (&acc)[MT][TPW][mu::ACC], const u32* xq, int xq_ld,
                                           const float* q_scale, const half_t* zero, const u32* src0,
                                           long long step_stride, const PD& piece_dst, const PS& piece_src,
@@ -466,9 +476,9 @@ struct FusedLinear {
                 for (int a = 0; a < MT; ++a) {
                     mu::XFragI8 xf;
                     mu::load_x_i8(xf, a_addr[a][0] + (u32)row * a_step[a][0], a_addr[a][1] + (u32)row * a_step[a][1],
-                                  G1);
+                                  I8_G1);
                     #pragma unroll
-                    for (int b = 0; b < TPW; ++b) mu::mma_i8(iacc[a][b], xf, bf[b], G1);
+                    for (int b = 0; b < TPW; ++b) mu::mma_i8(iacc[a][b], xf, bf[b], I8_G1);
                 }
                 if ((row & 7) == 7) {                               // end of a 128-feature block
                     const int kb = row >> 3;

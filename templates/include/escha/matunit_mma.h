@@ -52,7 +52,7 @@ struct Decoder {
 };
 
 // ---- int8 activations (the opt-in fused_i8 kernels; mul1 codebook only)
-// mma.m16n8k32 s8 x u8 -> s32 with the operands swapped (D^T = W^T x^T): the WEIGHTS are the
+// mma.m16n8k32 u8 x s8 -> s32 with the operands swapped (D^T = W^T x^T): the WEIGHTS are the
 // 16-row A operand (16 output columns of a trellis tile) and 8 tokens are the n8 B operand, so a
 // decode-sized M <= 8 fills the unit with no padding and a tile takes 2 instructions per 8 tokens.
 // A mul1 weight is affine in the byte sum of its 32-bit hash h = s * 0x83DCD12D, so the four bytes
@@ -86,11 +86,11 @@ ESCHA_DEVICE void mma_i8(int (&c)[ACC], const XFragI8& x, const BFragI8& b, bool
     const u32 lo[4] = {b.w[0], b.w[4], b.w[1], b.w[5]}, hi[4] = {b.w[2], b.w[6], b.w[3], b.w[7]};
     int (&c0)[4] = *reinterpret_cast<int (*)[4]>(&c[0]);
     int (&c1)[4] = *reinterpret_cast<int (*)[4]>(&c[4]);
-    mma_16832_s8u8(c0, lo, x.v[0][0], x.v[0][1]);
-    mma_16832_s8u8(c0, hi, x.v[0][2], x.v[0][3]);
+    mma_16832_u8s8(c0, lo, x.v[0][0], x.v[0][1]);
+    mma_16832_u8s8(c0, hi, x.v[0][2], x.v[0][3]);
     if (group1) {
-        mma_16832_s8u8(c1, lo, x.v[1][0], x.v[1][1]);
-        mma_16832_s8u8(c1, hi, x.v[1][2], x.v[1][3]);
+        mma_16832_u8s8(c1, lo, x.v[1][0], x.v[1][1]);
+        mma_16832_u8s8(c1, hi, x.v[1][2], x.v[1][3]);
     }
 }
 

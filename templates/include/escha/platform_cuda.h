@@ -105,11 +105,11 @@ ESCHA_DEVICE void lds128(u32 (&v)[4], u32 saddr) {
                  : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3]) : "r"(saddr));
 }
 
-// c += A(16x32, s8) * B(32x8, u8), s32 accumulate (wrapping, no saturation). Lane l (g = l/4,
+// c += A(16x32, u8) * B(32x8, s8), s32 accumulate (wrapping, no saturation). Lane l (g = l/4,
 // t = l%4): a = {row g k 4t..4t+3, row g+8 k 4t.., row g k 16+4t.., row g+8 k 16+4t..}, b0 = k
 // 4t..4t+3 and b1 = k 16+4t..16+4t+3 of column g; c = {(g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1)}.
-ESCHA_DEVICE void mma_16832_s8u8(int (&c)[4], const u32 (&a)[4], u32 b0, u32 b1) {
-    asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.u8.s32 "
+ESCHA_DEVICE void mma_16832_u8s8(int (&c)[4], const u32 (&a)[4], u32 b0, u32 b1) {
+    asm("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 "
                  "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
                  : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
