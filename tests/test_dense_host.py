@@ -25,7 +25,7 @@ def host_cxx() -> str:
     return find()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def host_binary(K: float, cb: str, dt: str) -> str:
     spec = dense.spec_for("gfx1201", K, cb, dt)       # the arch does not matter to the host build
     d = tempfile.mkdtemp(prefix="escha_dense_host_")
@@ -35,9 +35,9 @@ def host_binary(K: float, cb: str, dt: str) -> str:
     out = os.path.join(d, "dense_host")
     cmd = [host_cxx(), "-std=c++20", "-O1", "-fno-strict-aliasing", "-pthread", "-DESCHA_HOST",
            f"-DESCHA_KERNEL_SOURCE=\"{src}\"", f"-DESCHA_KERNEL={spec.kernel_name()}",
-           f"-DESCHA_K2={int(round(2 * K))}", f"-I{include_dir()}", f"-I{HOST}",
+           f"-DESCHA_K2={round(2 * K)}", f"-I{include_dir()}", f"-I{HOST}",
            os.path.join(HOST, "dense_host.cpp"), "-o", out]
-    r = subprocess.run(cmd, capture_output=True, text=True)
+    r = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert r.returncode == 0, f"host build failed:\n{' '.join(cmd)}\n{r.stderr}"
     return out
 
