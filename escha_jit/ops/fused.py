@@ -129,8 +129,8 @@ def plan_for(dev: torch.device, K: float, codebook: str, IC: int, OC: int, in_dt
 
 
 def fused_handles(dev: torch.device, K: float, M: int) -> bool:
-    """Whether the fused kernel takes a call of M rows on this device (else reconstruct + GEMM):
-    M <= 256, and on AMD only configurations that fit 64 KiB of LDS."""
+    """Whether the fused kernel takes a call of M rows on this device (else the dense-weight GEMM
+    path of ops/linear.py): M <= 256, and on AMD only configurations that fit 64 KiB of LDS."""
     arch = arch_of(dev)
     cfg = default_config(M, vendor_of(arch))
     return 0 < M <= MAX_M and 16 * cfg.m_tiles >= M and fused_fits(arch, cfg, K)
