@@ -16,7 +16,7 @@ from typing import Any, Iterable, Optional
 from .cache import KernelCache
 from .errors import EschaError
 from .jit import compile_spec, toolchain_for
-from .kernels.registry import shipped_specs
+from .kernels.registry import dynamic_smem, shipped_specs, smem_limit
 from .spec import KernelSpec
 
 log = logging.getLogger(__name__)
@@ -50,6 +50,10 @@ def check_code_object(spec: KernelSpec, binary: bytes, resources: dict) -> list[
         problems.append(f"spills {res['spill_bytes']} bytes")
     if res.get("stack_bytes"):
         problems.append(f"uses {res['stack_bytes']} bytes of stack / scratch")
+    dyn = dynamic_smem(spec)
+    if dyn is not None and (res.get("shared_bytes") or 0) + dyn > smem_limit(spec.arch):
+        problems.append(f"static {res.get('shared_bytes') or 0} + dynamic {dyn} bytes of shared memory exceed "
+                        f"the {smem_limit(spec.arch)} bytes a block may use on {spec.arch}")
     if spec.vendor == "amd":
         from .toolchain.amd_elf import parse_elf_header
         info = parse_elf_header(binary)

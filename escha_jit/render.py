@@ -21,8 +21,14 @@ TEMPLATE_SUFFIX = ".hip.j2"
 
 @functools.lru_cache(maxsize=1)
 def templates_dir() -> str:
-    """Directory of the templates: the installed package data ``escha_jit.templates``, or
-    ``<checkout>/templates`` when running from a source tree that was not pip-installed."""
+    """Directory of the templates: ``<checkout>/templates`` when the imported package sits in a
+    source checkout (so a second worktree on PYTHONPATH renders its own templates, not those of
+    the checkout an editable install points at), else the installed package data
+    ``escha_jit.templates``."""
+    checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    local = os.path.join(checkout, "templates")
+    if os.path.isfile(os.path.join(checkout, "pyproject.toml")) and os.path.isdir(os.path.join(local, "include")):
+        return local
     from importlib import resources
     try:
         return str(resources.files("escha_jit.templates"))

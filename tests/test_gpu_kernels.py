@@ -1,6 +1,8 @@
 """GPU kernels against the reference (skipped where torch sees no GPU; run on the H200 by
 scripts/device_run.sh before a kernel issue is resolved)."""
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -8,6 +10,7 @@ from escha_jit import reference as R
 from escha_jit.nn import EschaLinear
 from escha_jit.ops import fused as F
 from escha_jit.ops.common import NotWarmedUp
+from escha_jit.ops.dense import dense_weight
 from escha_jit.ops.hadamard import hadamard128
 from escha_jit.ops.linear import linear, linear_unfused
 from escha_jit.ops.reconstruct import reconstruct
@@ -130,6 +133,99 @@ def _check_linear(fn, K, cb, M, dtype, IC=512, OC=384, seed=0, bias=False, escha
 @pytest.mark.parametrize("M", [1, 7, 300])
 def test_linear_unfused(dtype, M):
     _check_linear(linear_unfused, 3.0, "mcg", M, dtype)
+
+
+def unfused_to(x, w, out_dtype=None):
+    """linear_unfused writing into a fresh [M, out_features] tensor of out_dtype."""
+    out = torch.empty(x.shape[0], w.logical_out, dtype=out_dtype or x.dtype, device=x.device)
+    return linear_unfused(x, w, out=out)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_linear_unfused_padded_dims_and_bias(dtype):
+    _check_linear(linear_unfused, 3.0, "mul1", 300, dtype, IC=200, OC=300, bias=True, escha=False)
+    _check_linear(unfused_to, 2.5, "mul1", 300, dtype, IC=200, OC=300, bias=True, escha=True,
+                  out_dtype=torch.float32)
+
+
+@pytest.mark.parametrize("K,cb", [(2.0, "mcg"), (3.5, "mul1"), (4.0, "3inst")])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_linear_unfused_rates_and_fp32_output(K, cb, dtype):
+    _check_linear(linear_unfused, K, cb, 513, dtype, IC=1024, OC=768, seed=2)
+    _check_linear(unfused_to, K, cb, 513, dtype, IC=1024, OC=768, seed=2, out_dtype=torch.float32)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_linear_unfused_writes_into_column_slice(dtype):
+    w = _layer(512, 256, 2.0, "mcg", 4, bias=True, escha=False)
+    x = torch.randn(300, 512, device=DEV).to(dtype)
+    big = torch.full((300, 1024), 7.0, dtype=dtype, device=DEV)
+    linear_unfused(x, w, out=big[:, 256:512])
+    assert torch.equal(big[:, 256:512], linear_unfused(x, w))
+    assert (big[:, :256] == 7).all() and (big[:, 512:] == 7).all()
+
+
+def test_linear_unfused_large_activations_bf16_no_overflow():
+    w = _layer(512, 256, 2.0, "mcg", 3)
+    x = (torch.randn(300, 512, device=DEV) * 3e5).to(torch.bfloat16)     # beyond fp16's range
+    x[7] *= 1e-6                                                          # rows scale independently
+    ref = x.double().cpu() @ R.dense_weight(w.to("cpu"))
+    y = linear_unfused(x, w)
+    assert torch.isfinite(y.float()).all() and rel_rms(y, ref) < TOL[torch.bfloat16]
+    y32 = unfused_to(x, w, torch.float32)
+    assert rel_rms(y32, ref) < 1e-3 and rel_rms(y32[7], ref[7]) < 1e-3
+
+
+def test_linear_unfused_precomputed_weight_and_routing():
+    w = _layer(512, 384, 4.0, "mul1", 9, bias=True, escha=False)
+    x = torch.randn(300, 512, device=DEV).to(torch.bfloat16)
+    y = linear_unfused(x, w)
+    assert torch.equal(linear_unfused(x, w, weight=dense_weight(w)), y)
+    assert torch.equal(linear(x, w), y)                                  # M > 256 takes the dense path
+
+
+def test_linear_unfused_bad_input():
+    w = _layer(256, 256, 2.0, "mcg", 8)
+    with pytest.raises(ValueError, match="x has shape"):
+        linear_unfused(torch.zeros(300, 128, device=DEV).half(), w)
+    with pytest.raises(TypeError, match="x must be"):
+        linear_unfused(torch.zeros(300, 256, device=DEV, dtype=torch.int32), w)
+    with pytest.raises(ValueError, match="out has shape"):
+        linear_unfused(torch.zeros(300, 256, device=DEV).half(), w, out=torch.empty(300, 128, device=DEV).half())
+    with pytest.raises(TypeError, match="weight must be float16"):
+        linear_unfused(torch.zeros(300, 256, device=DEV).half(), w, weight=dense_weight(w, torch.bfloat16))
+
+
+# ---------------------------------------------------------------- dense weight (prefill path)
+
+@pytest.mark.parametrize("K,cb", [(2.0, "mcg"), (1.5, "mul1"), (3.5, "mul1"), (4.0, "3inst"), (8.0, "mcg")])
+@pytest.mark.parametrize("shape", [(256, 384), (1024, 2048)])
+@pytest.mark.parametrize("escha", [True, False])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_dense_weight_within_one_ulp(K, cb, shape, escha, dtype):
+    w = _layer(*shape, K, cb, seed=int(4 * K), escha=escha)
+    out = _poison(torch.empty(*shape, dtype=dtype, device=DEV))
+    got = dense_weight(w, dtype, out=out)
+    ref = R.dense_weight(w.to("cpu"), torch.float64).to(dtype)       # the exact value, rounded once
+    assert got is out and _ulps(got.cpu(), ref) <= 1
+
+
+def test_dense_weight_into_strided_out():
+    w = _layer(256, 256, 3.0, "mcg", 11)
+    big = torch.full((256, 512), 7.0, dtype=torch.bfloat16, device=DEV)
+    dense_weight(w, torch.bfloat16, out=big[:, 128:384])
+    assert torch.equal(big[:, 128:384], dense_weight(w, torch.bfloat16))
+    assert (big[:, :128] == 7).all() and (big[:, 384:] == 7).all()
+
+
+def test_dense_weight_bad_input():
+    w = _layer(256, 256, 2.0, "mcg", 1)
+    with pytest.raises(TypeError, match="dtype must be"):
+        dense_weight(w, torch.float32)
+    with pytest.raises(ValueError, match="out needs"):
+        dense_weight(w, out=torch.empty(256, 512, dtype=torch.float16, device=DEV)[:, 1:257])
+    with pytest.raises(ValueError, match="rin has shape"):
+        dense_weight(dataclasses.replace(w, rin=w.rin[:128]))
 
 
 @pytest.mark.parametrize("K,cb", PAIRS, ids=PAIR_IDS)

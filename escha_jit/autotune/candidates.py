@@ -39,7 +39,7 @@ def fused_candidates(arch: str, K: float, IC: int, OC: int, M: int, sms: int,
     while 16 * mt < M:
         mt *= 2
     if vendor_of(arch) == "amd" and mt > AMD_MAX_M_TILES:
-        return []                                          # reconstruct + GEMM territory there
+        return []                                          # the dense-weight GEMM path takes these M
     groups = OC // 128
     cap = SMEM_CAP.get(arch, 99 * 1024)
     out = []

@@ -5,8 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterable, Optional, Sequence
 
-from ..kernels import fused, hadamard, prep, reconstruct
-from ..kernels.registry import DTYPES, fused_default_configs, fused_fits, fused_supported
+from ..kernels import dense, fused, prep, rowscale
+from ..kernels.registry import fused_default_configs, fused_fits, fused_supported
 from ..spec import KernelSpec, vendor_of
 from .table import M_BUCKETS, TuningTable, entry_key
 
@@ -35,20 +35,21 @@ def model_specs(arch: str, shapes: Iterable[LayerShape], dtypes: Sequence[str] =
                 table: Optional[TuningTable] = None) -> list[tuple[KernelSpec, dict]]:
     """Every specialization a model with these projections can dispatch to on ``arch``: the
     fused kernel under each default configuration (the heuristic covers any M <= 256) and each
-    tuned entry, the prep kernel, and the prefill path (reconstruct + Hadamards)."""
+    tuned entry, the prep kernel, and the prefill path (the fp16 dense weight of each shape, and
+    the row-scaling kernels around its GEMM for bf16 / fp32 activations)."""
     out: dict[KernelSpec, dict] = {}
 
     def add(s: KernelSpec, extra: dict) -> None:
         out.setdefault(s, extra)
 
-    for i in DTYPES:
-        for o in DTYPES:
-            s = hadamard.spec_for(arch, i, o)
-            add(s, hadamard.render_extra(s))
     shapes = list(shapes)
     for sh in shapes:
-        s = reconstruct.spec_for(arch, sh.K, sh.codebook)
-        add(s, reconstruct.render_extra(s))
+        s = dense.spec_for(arch, sh.K, sh.codebook, "f16")
+        add(s, dense.render_extra(s))
+    for dt in dtypes:
+        if dt != "f16":                                     # fp16 activations go straight to the GEMM
+            for s in (rowscale.spec_in(arch, dt), rowscale.spec_out(arch, dt)):
+                add(s, rowscale.render_extra(s))
     if not fused_supported(arch):
         return list(out.items())
     for dt in dtypes:

@@ -157,7 +157,7 @@ def _amd_default_config(M: int) -> FusedConfig:
     * 4 waves x 2 tile columns up to M = 8 (one wave per SIMD... per block), 8 waves above, as on
       NVIDIA (the A operand is shared by all waves of a block);
     * at most 8 m tiles (M <= 128): 16 m tiles do not fit 64 KiB with the A operand; larger M
-      goes to reconstruct + GEMM;
+      goes to the dense-weight GEMM path (ops/linear.py);
     * the prep kernel from M = 9, as on NVIDIA (the in-block Hadamard is repeated per column
       group; its cost grows with M while the prep launch is fixed).
     """

@@ -6,11 +6,11 @@ codebook at one rate and dtype) for a quick check.
 """
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Iterator, Optional
 
 from ..spec import KernelSpec, vendor_of
 from ..trellis import all_rate_codebooks
-from . import fused, hadamard, prep, reconstruct
+from . import dense, fused, hadamard, prep, reconstruct, rowscale
 
 DTYPES = ("f16", "bf16", "f32")
 FUSED_DTYPES = ("f16", "bf16")
@@ -48,6 +48,20 @@ K range) is 68 KiB > 64 KiB of LDS, and the epilogue's ``break`` out of its MT=1
 loop rolled (LLVM fully unrolls unknown trip counts only up to 8), so acc[] goes to scratch."""
 
 
+NVIDIA_SMEM_BYTES = 227 * 1024     # most shared memory one block may opt into on sm_90
+
+
+def dynamic_smem(spec: KernelSpec) -> Optional[int]:
+    """Bytes of dynamic shared memory every launch of ``spec`` passes, where that is fixed by the
+    spec (None where it depends on the call, e.g. the fused kernel's M and split)."""
+    return dense.dynamic_smem(spec) if spec.op == "dense" else None
+
+
+def smem_limit(arch: str) -> int:
+    """Most static + dynamic shared memory / LDS one block may use on ``arch``."""
+    return NVIDIA_SMEM_BYTES if vendor_of(arch) == "nvidia" else AMD_LDS_BYTES
+
+
 def fused_fits(arch: str, cfg, K: float, i8: bool = False) -> bool:
     """Whether ``cfg`` at rate K can launch on ``arch`` for at least the smallest M routed to it
     (default_config), at the smallest input range a block takes (kr = 128): the LDS formula of
@@ -70,6 +84,13 @@ def shipped_specs(arch: str, full: bool = True) -> Iterator[tuple[KernelSpec, di
     for K, cb in pairs:
         if full or K == 4.0:
             yield reconstruct.spec_for(arch, K, cb), reconstruct.render_extra(None)
+    for K, cb in pairs:
+        for dt in dense.OUT_DTYPES:
+            if full or (K == 4.0 and dt == "f16"):
+                s = dense.spec_for(arch, K, cb, dt)
+                yield s, dense.render_extra(s)
+    for s in rowscale.shipped(arch):
+        yield s, rowscale.render_extra(s)
     for i in DTYPES:
         for o in DTYPES:
             if full or i == o:

@@ -138,8 +138,9 @@ def plan_for(dev: torch.device, K: float, codebook: str, IC: int, OC: int, in_dt
 
 
 def fused_handles(dev: torch.device, K: float, M: int, act_quant: Optional[str] = None) -> bool:
-    """Whether the fused kernel takes a call of M rows on this device (else reconstruct + GEMM):
-    M <= 256 (int8 activations: M <= 8), and on AMD only configurations that fit 64 KiB of LDS."""
+    """Whether the fused kernel takes a call of M rows on this device (else the dense-weight GEMM
+    path of ops/linear.py): M <= 256 (int8 activations: M <= 8), and on AMD only configurations
+    that fit 64 KiB of LDS."""
     arch = arch_of(dev)
     if act_quant == "int8":
         return 0 < M <= I8_MAX_M and fused_fits(arch, default_config_i8(M, vendor_of(arch)), K, i8=True)

@@ -1,22 +1,34 @@
-"""A correct GPU linear from the two basic kernels (the fused kernels of ops/fused.py replace it
-where they apply): Hadamard(x * s_in * rin) -> matmul with the reconstructed What -> Hadamard ->
-* rout * s_out (+ bias for EXL3)."""
+"""The GPU linear for any M. Up to 256 rows the fused single-launch kernel of ops/fused.py; above
+(prefill), the dense path: the original-basis weight W = diag(s_in*rin) Hb What Hb diag(rout*s_out)
+is built once per call in fp16 (ops/dense.py) and one vendor GEMM computes y = x @ W (+ bias), so
+no Hadamard or scale touches the activations.
+
+fp16 activations with an fp16 output go straight into cuBLAS / hipBLASLt (bias via addmm). bf16
+and fp32 activations keep the 1e-3 error budget without a bf16 weight (its rounding alone costs
+~1.6e-3): they are cast to fp16 scaled per row by an exact power of two that keeps the row inside
+fp16's range (templates/rowscale.hip.j2, stage "in"), multiplied with fp32 output, and scaled back
+with the bias added and one rounding to the output dtype (stage "out").
+"""
 from __future__ import annotations
 
+import logging
 from typing import Optional
 
 import torch
 
+from ..kernels import rowscale
 from ..reference import LinearWeights
 from ..kernels.fused import check_act_quant
+from .common import DTYPE_NAMES, arch_of, check_tensor, kernel_for
+from .dense import dense_weight
 from .fused import fused_handles, fused_linear
-from .hadamard import hadamard128
-from .reconstruct import reconstruct
+
+log = logging.getLogger(__name__)
 
 
 def linear(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] = None,
            bias32: Optional[torch.Tensor] = None, act_quant: Optional[str] = None) -> torch.Tensor:
-    """The GPU linear: the fused single-launch kernel for M <= 256, reconstruct + vendor GEMM above.
+    """The GPU linear: the fused single-launch kernel for M <= 256, dense W + vendor GEMM above.
 
     ``act_quant='int8'`` (opt-in, mul1 layers only) sends decode-sized calls (M <= 8) to the
     int8-activation kernels; larger M keep the exact fp16 route."""
@@ -25,48 +37,89 @@ def linear(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] = None
         return fused_linear(x, w, out=out, bias32=bias32, act_quant=act_quant)
     if fused_handles(w.code.device, w.K, x.shape[0]):
         return fused_linear(x, w, out=out, bias32=bias32)
-    return linear_unfused(x, w, out=out)
+    return linear_unfused(x, w, out=out, bias32=bias32)
+
+
+_MM_DTYPE_OK = True
 
 
 def _mm_f32(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """fp16 x fp16 -> fp32 product on the vendor GEMM (fp32 output where torch offers it)."""
-    try:
-        return torch.mm(a, b, out_dtype=torch.float32)
-    except (TypeError, RuntimeError, NotImplementedError):
-        return torch.mm(a, b).float()
+    """fp16 x fp16 -> fp32 product [M, N] on the vendor GEMM (fp32 accumulate and output).
+
+    Where this torch has no fp32-output fp16 GEMM, falls back to an fp32 GEMM (slower, exact
+    operands): rounding the product to fp16 would add error and could overflow."""
+    global _MM_DTYPE_OK
+    if _MM_DTYPE_OK:
+        try:
+            return torch.mm(a, b, out_dtype=torch.float32)
+        except (TypeError, RuntimeError, NotImplementedError) as e:
+            _MM_DTYPE_OK = False
+            log.warning("torch.mm(..., out_dtype=float32) is unavailable (%s); using an fp32 GEMM", e)
+    return torch.mm(a.float(), b.float())
+
+
+def _check_weight(weight: torch.Tensor, w: LinearWeights) -> None:
+    check_tensor("weight", weight, dtypes=(torch.float16,), device=w.code.device, shape=(w.IC, w.OC),
+                 contiguous=False)
+    if weight.stride(1) != 1:
+        raise ValueError(f"weight must have unit column stride, got strides {weight.stride()}")
 
 
 def linear_unfused(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] = None,
-                   weight: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """y [M, out_features] = x [M, in_features] @ W for any M: Hadamard(x * s_in * rin) -> fp16
-    GEMM with the reconstructed What (fp32 accumulate and output) -> Hadamard * rout * s_out.
+                   weight: Optional[torch.Tensor] = None, bias32: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """y [M, out_features] = x [M, in_features] @ W (+ bias) for any M, through the dense weight.
 
-    The rotated activations enter the fp16 GEMM scaled per row by a power of two that keeps them
-    inside fp16's range (bf16 / fp32 inputs may exceed it); the product is scaled back exactly.
-    ``weight`` may pass a precomputed What; ``out`` a [M, out_features] view (unit last stride).
+    ``x`` fp16 / bf16 / fp32 with unit last stride (rows may be strided); ``out`` an optional
+    [M, out_features] view with unit last stride (e.g. a column slice), whose dtype is the output
+    dtype (default x's); ``weight`` a precomputed :func:`escha_jit.ops.dense.dense_weight` in fp16
+    [IC, OC] (reuse it across calls of one layer); ``bias32`` the layer's bias as fp32 [OC].
+    Padded dims are sliced off W, never padded onto x.
     """
-    if w.logical_in != w.IC:
-        x = torch.nn.functional.pad(x, (0, w.IC - w.logical_in))
-    if x.dtype == torch.float16 and w.s_in is None:
-        xh = hadamard128(x, r_pre=w.rin, out_dtype=torch.float16)
-        row_scale = None
+    dev = w.code.device
+    if dev.type != "cuda":
+        raise ValueError(f"linear_unfused needs the layer on a CUDA/ROCm device; its code is on {dev}")
+    if x.dim() != 2:
+        raise ValueError(f"x must be 2-D [M, in_features], got shape {list(x.shape)}")
+    check_tensor("x", x, dtypes=tuple(DTYPE_NAMES), device=dev, shape=(None, w.logical_in), contiguous=False)
+    if x.stride(1) != 1:
+        raise ValueError(f"x must have unit stride in its last dim, got strides {x.stride()}")
+    M, n_in, n_out = x.shape[0], w.logical_in, w.logical_out
+    if out is None:
+        out = torch.empty(M, n_out, dtype=x.dtype, device=dev)
     else:
-        xh32 = hadamard128(x, r_pre=w.rin, s_pre=w.s_in, out_dtype=torch.float32)
-        amax = xh32.abs().amax(dim=1, keepdim=True).clamp_min(1.0)
-        row_scale = torch.exp2(torch.ceil(torch.log2(amax / 16384.0)).clamp_min(0))   # powers of two
-        xh = (xh32 / row_scale).to(torch.float16)
-    What = weight if weight is not None else reconstruct(w.code, w.K, w.codebook)
-    t = _mm_f32(xh, What)
-    if row_scale is not None:
-        t *= row_scale
-    padded_out = w.logical_out != w.OC
-    target = out if (out is not None and not padded_out) else None
-    y = hadamard128(t, r_post=w.rout, s_post=w.s_out, out_dtype=out.dtype if out is not None else x.dtype, out=target)
-    if padded_out:
-        y = y[:, :w.logical_out]
-        if out is not None:
-            out.copy_(y)
-            y = out
-    if w.bias is not None:
-        y += w.bias.to(y.dtype)
-    return y
+        check_tensor("out", out, dtypes=tuple(DTYPE_NAMES), device=dev, shape=(M, n_out), contiguous=False)
+        if out.stride(1) != 1:
+            raise ValueError(f"out must have unit stride in its last dim, got strides {out.stride()}")
+    if w.bias is not None and bias32 is None:
+        bias32 = w.bias.to(torch.float32)
+    check_tensor("bias", bias32, dtypes=(torch.float32,), device=dev, shape=(w.OC,), optional=True)
+    if weight is None:
+        weight = dense_weight(w, torch.float16)
+    else:
+        _check_weight(weight, w)
+    if M == 0 or n_out == 0:
+        return out
+    Wv = weight[:n_in, :n_out]          # rows: contiguous; columns: a strided GEMM operand, no copy
+
+    if x.dtype == torch.float16 and out.dtype == torch.float16:
+        if bias32 is None:
+            torch.mm(x, Wv, out=out)
+        else:
+            torch.addmm(bias32[:n_out].to(torch.float16), x, Wv, out=out)
+        return out
+
+    arch = arch_of(dev)
+    stream = torch.cuda.current_stream(dev).cuda_stream
+    if x.dtype == torch.float16:
+        xs, row_exp = x, None
+    else:
+        xs = torch.empty(M, n_in, dtype=torch.float16, device=dev)
+        row_exp = torch.empty(M, dtype=torch.int32, device=dev)
+        spec = rowscale.spec_in(arch, DTYPE_NAMES[x.dtype])
+        k = kernel_for(spec, dev, rowscale.ARGS_IN, rowscale.render_extra(spec))
+        k.launch((M,), (rowscale.THREADS,), (x, x.stride(0), xs, xs.stride(0), row_exp, n_in), stream=stream)
+    t = _mm_f32(xs, Wv)
+    spec = rowscale.spec_out(arch, DTYPE_NAMES[out.dtype])
+    k = kernel_for(spec, dev, rowscale.ARGS_OUT, rowscale.render_extra(spec))
+    k.launch((M,), (rowscale.THREADS,), (t, t.stride(0), out, out.stride(0), row_exp, bias32, n_out), stream=stream)
+    return out

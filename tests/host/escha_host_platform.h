@@ -65,3 +65,7 @@ namespace escha {
 // uses it compiles; host tests drive the exchange themselves (wmma_decode.h relayout_send/recv).
 u32 lane_gather(u32 v, int src);
 }  // namespace escha
+
+// Bit reinterpretation (CUDA / HIP device intrinsics) for the host build.
+inline float __int_as_float(int i) { float f; std::memcpy(&f, &i, 4); return f; }
+inline int __float_as_int(float f) { int i; std::memcpy(&i, &f, 4); return i; }

@@ -1,0 +1,31 @@
+"""Trellis -> dense original-basis weight W [IC, OC] (templates/dense.hip.j2): spec and arguments.
+
+W = diag(s_in*rin) . Hb . What . Hb . diag(rout*s_out), rounded once to fp16 or bf16; one block of
+THREADS threads per 128x128 block of W, with SMEM_BYTES of dynamic shared memory (the fp32 block).
+"""
+from __future__ import annotations
+
+from ..spec import KernelSpec
+from . import DTYPE_CODES
+
+THREADS = 128
+BLOCK = 128                         # W rows and columns per block
+SMEM_BYTES = BLOCK * BLOCK * 4      # 64 KiB: the fp32 block, dynamic (all of a gfx12 workgroup's LDS)
+OUT_DTYPES = ("f16", "bf16")
+# code, rin, s_in, rout, s_out, out, IC, OC, ldo
+ARGS = ("ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "i32", "i32", "i64")
+
+
+def spec_for(arch: str, K: float, codebook: str, out_dtype: str = "f16") -> KernelSpec:
+    if out_dtype not in OUT_DTYPES:
+        raise ValueError(f"dense weight dtype {out_dtype!r}: expected one of {OUT_DTYPES}")
+    return KernelSpec.make("dense", arch, K=K, codebook=codebook, out_dtype=out_dtype, tile={"threads": THREADS})
+
+
+def render_extra(spec: KernelSpec) -> dict:
+    return {"out_code": DTYPE_CODES[spec.out_dtype]}
+
+
+def dynamic_smem(spec: KernelSpec) -> int:
+    """Bytes of dynamic shared memory every launch of ``spec`` passes."""
+    return SMEM_BYTES

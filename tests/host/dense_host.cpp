@@ -1,0 +1,61 @@
+// Runs a rendered dense.hip.j2 kernel on the CPU: every block of the grid in turn, its threads as
+// std::threads meeting at a std::barrier for __syncthreads. Checks the kernel's index math,
+// swizzle and rounding without a GPU (tests/test_dense_host.py).
+//
+// usage: dense_host IN OUT  with IN = int32 {IC, OC, has_s_in, has_s_out}, int16 code
+// [IC/16, OC/16, 16K], fp16 rin [IC], (fp32 s_in [IC]), fp16 rout [OC], (fp32 s_out [OC]);
+// OUT = the 16-bit output dtype's bits, [IC, OC] row-major.
+#include <barrier>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <thread>
+#include <vector>
+
+#include "escha_host_platform.h"
+
+struct HostDim3 { int x = 0, y = 0, z = 0; };
+thread_local HostDim3 threadIdx, blockIdx;
+static std::barrier<>* host_barrier = nullptr;
+inline void host_syncthreads() { host_barrier->arrive_and_wait(); }
+
+#define __shared__
+#define __restrict__
+#define __launch_bounds__(...)
+#define __syncthreads() host_syncthreads()
+#undef ESCHA_ALIGN            // alignas cannot sit inside `extern __shared__ ... float S[]` in host C++
+#define ESCHA_ALIGN(n)
+#include ESCHA_KERNEL_SOURCE
+
+alignas(16) float S[128 * 128];   // the kernel's `extern __shared__ float S[]`
+
+int main(int argc, char** argv) {
+    if (argc != 3) { std::fprintf(stderr, "usage: dense_host IN OUT\n"); return 2; }
+    std::ifstream f(argv[1], std::ios::binary);
+    std::vector<char> in((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const int* hdr = reinterpret_cast<const int*>(in.data());
+    const int IC = hdr[0], OC = hdr[1], has_s_in = hdr[2], has_s_out = hdr[3];
+    const char* p = in.data() + 16;
+    const size_t code_words = (size_t)(IC / 16) * (OC / 16) * 8 * ESCHA_K2;
+    const u16* code = reinterpret_cast<const u16*>(p); p += 2 * code_words;
+    const half_t* rin = reinterpret_cast<const half_t*>(p); p += 2 * IC;
+    const float* s_in = has_s_in ? reinterpret_cast<const float*>(p) : nullptr; p += has_s_in ? 4 * IC : 0;
+    const half_t* rout = reinterpret_cast<const half_t*>(p); p += 2 * OC;
+    const float* s_out = has_s_out ? reinterpret_cast<const float*>(p) : nullptr;
+    std::vector<u16> out((size_t)IC * OC, 0xFFFF);
+    std::barrier<> bar(128);
+    host_barrier = &bar;
+    for (int by = 0; by < IC / 128; ++by)
+        for (int bx = 0; bx < OC / 128; ++bx) {
+            std::vector<std::thread> ts;
+            for (int t = 0; t < 128; ++t)
+                ts.emplace_back([&, t] {
+                    threadIdx.x = t; blockIdx.x = bx; blockIdx.y = by;
+                    ESCHA_KERNEL(code, rin, s_in, rout, s_out, reinterpret_cast<out_t*>(out.data()), IC, OC, OC);
+                });
+            for (auto& t : ts) t.join();
+        }
+    std::ofstream o(argv[2], std::ios::binary);
+    o.write(reinterpret_cast<const char*>(out.data()), 2 * out.size());
+    return 0;
+}

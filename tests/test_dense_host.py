@@ -1,0 +1,81 @@
+"""The dense-weight kernel (templates/dense.hip.j2) run on the CPU: the rendered source is built
+as host C++ (tests/host/dense_host.cpp: std::threads for the block's threads, a std::barrier for
+__syncthreads) and compared with reference.dense_weight in float64, to one ulp of the output
+dtype. Checks decode placement, swizzle, both transforms, scale order and rounding without a GPU."""
+import functools
+import os
+import subprocess
+import tempfile
+
+import numpy as np
+import pytest
+import torch
+
+from escha_jit import reference as R
+from escha_jit.kernels import dense
+from escha_jit.render import include_dir, render
+from escha_jit.synth import random_layer
+
+HOST = os.path.join(os.path.dirname(os.path.abspath(__file__)), "host")
+DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
+
+
+def host_cxx() -> str:
+    from test_amd_layout import host_cxx as find
+    return find()
+
+
+@functools.cache
+def host_binary(K: float, cb: str, dt: str) -> str:
+    spec = dense.spec_for("gfx1201", K, cb, dt)       # the arch does not matter to the host build
+    d = tempfile.mkdtemp(prefix="escha_dense_host_")
+    src = os.path.join(d, "kernel.inc")
+    with open(src, "w") as f:
+        f.write(render(spec, dense.render_extra(spec)))
+    out = os.path.join(d, "dense_host")
+    cmd = [host_cxx(), "-std=c++20", "-O1", "-fno-strict-aliasing", "-pthread", "-DESCHA_HOST",
+           f"-DESCHA_KERNEL_SOURCE=\"{src}\"", f"-DESCHA_KERNEL={spec.kernel_name()}",
+           f"-DESCHA_K2={round(2 * K)}", f"-I{include_dir()}", f"-I{HOST}",
+           os.path.join(HOST, "dense_host.cpp"), "-o", out]
+    r = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    assert r.returncode == 0, f"host build failed:\n{' '.join(cmd)}\n{r.stderr}"
+    return out
+
+
+def run_host(w: R.LinearWeights, dt: str) -> torch.Tensor:
+    IC, OC = w.IC, w.OC
+    parts = [np.array([IC, OC, w.s_in is not None, w.s_out is not None], np.int32).tobytes(),
+             w.code.numpy().tobytes(), w.rin.numpy().tobytes()]
+    if w.s_in is not None:
+        parts.append(w.s_in.numpy().astype(np.float32).tobytes())
+    parts.append(w.rout.numpy().tobytes())
+    if w.s_out is not None:
+        parts.append(w.s_out.numpy().astype(np.float32).tobytes())
+    with tempfile.TemporaryDirectory() as d:
+        fin, fout = os.path.join(d, "in.bin"), os.path.join(d, "out.bin")
+        with open(fin, "wb") as f:
+            f.write(b"".join(parts))
+        subprocess.run([host_binary(w.K, w.codebook, dt), fin, fout], check=True)
+        bits = np.fromfile(fout, np.int16).reshape(IC, OC)
+    return torch.from_numpy(bits).view(DTYPES[dt])
+
+
+def ulps(a: torch.Tensor, b: torch.Tensor) -> int:
+    """Largest distance in units in the last place between two fp16 / bf16 tensors."""
+    def mono(t):
+        i = t.view(torch.int16).to(torch.int32)
+        return torch.where(i < 0, -(i & 0x7FFF), i)
+    return int((mono(a) - mono(b)).abs().max())
+
+
+@pytest.mark.parametrize("K,cb,IC,OC,escha,dt", [
+    (2.0, "mcg", 256, 384, True, "f16"),
+    (3.5, "mul1", 256, 128, True, "bf16"),
+    (4.0, "3inst", 128, 256, False, "f16"),
+    (2.5, "mul1", 128, 128, False, "bf16"),
+])
+def test_dense_kernel_on_host_within_one_ulp(K, cb, IC, OC, escha, dt):
+    w = random_layer(IC, OC, K, cb, seed=int(2 * K), escha_scales=escha)
+    got = run_host(w, dt)
+    ref = R.dense_weight(w, torch.float64).to(DTYPES[dt])
+    assert ulps(got, ref) <= 1
