@@ -102,10 +102,15 @@ def linear_unfused(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor
     Wv = weight[:n_in, :n_out]          # rows: contiguous; columns: a strided GEMM operand, no copy
 
     if x.dtype == torch.float16 and out.dtype == torch.float16:
+        # the GEMM writes a contiguous result (a strided out= takes another cuBLAS route whose
+        # bias epilogue rounds differently); a column-slice out gets a copy, bit-identical
+        dst = out if out.is_contiguous() else torch.empty(M, n_out, dtype=out.dtype, device=dev)
         if bias32 is None:
-            torch.mm(x, Wv, out=out)
+            torch.mm(x, Wv, out=dst)
         else:
-            torch.addmm(bias32[:n_out].to(torch.float16), x, Wv, out=out)
+            torch.addmm(bias32[:n_out].to(torch.float16), x, Wv, out=dst)
+        if dst is not out:
+            out.copy_(dst)
         return out
 
     arch = arch_of(dev)
