@@ -5,7 +5,7 @@ THREADS threads per 128x128 block of W, with SMEM_BYTES of dynamic shared memory
 """
 from __future__ import annotations
 
-from ..spec import KernelSpec
+from ..spec import KernelSpec, vendor_of
 from . import DTYPE_CODES
 
 THREADS = 128
@@ -16,14 +16,20 @@ OUT_DTYPES = ("f16", "bf16")
 ARGS = ("ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "i32", "i32", "i64")
 
 
+# resident blocks per SM the registers are capped for: NVIDIA 2 (3 blocks of 64 KiB would fit the
+# 227 KB, but the 128-float transforms spill at their 168-register cap); gfx12: one 64 KiB block per CU
+MIN_BLOCKS = {"nvidia": 2, "amd": 1}
+
+
 def spec_for(arch: str, K: float, codebook: str, out_dtype: str = "f16") -> KernelSpec:
     if out_dtype not in OUT_DTYPES:
         raise ValueError(f"dense weight dtype {out_dtype!r}: expected one of {OUT_DTYPES}")
-    return KernelSpec.make("dense", arch, K=K, codebook=codebook, out_dtype=out_dtype, tile={"threads": THREADS})
+    return KernelSpec.make("dense", arch, K=K, codebook=codebook, out_dtype=out_dtype,
+                           tile={"threads": THREADS, "min_blocks": MIN_BLOCKS[vendor_of(arch)]})
 
 
 def render_extra(spec: KernelSpec) -> dict:
-    return {"out_code": DTYPE_CODES[spec.out_dtype]}
+    return {"out_code": DTYPE_CODES[spec.out_dtype], "min_blocks": spec.params["min_blocks"]}
 
 
 def dynamic_smem(spec: KernelSpec) -> int:
