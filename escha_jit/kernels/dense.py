@@ -29,7 +29,8 @@ def spec_for(arch: str, K: float, codebook: str, out_dtype: str = "f16") -> Kern
 
 
 def render_extra(spec: KernelSpec) -> dict:
-    return {"out_code": DTYPE_CODES[spec.out_dtype], "min_blocks": spec.params["min_blocks"]}
+    return {"out_code": DTYPE_CODES[spec.out_dtype], "min_blocks": spec.params["min_blocks"],
+            "batch": 16 if vendor_of(spec.arch) == "nvidia" else 8}
 
 
 def dynamic_smem(spec: KernelSpec) -> int:
