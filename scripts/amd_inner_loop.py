@@ -162,12 +162,12 @@ def compile_simple(op: str, K: float, codebook: str, dtype: str, arch: str) -> t
 
 
 def compile_fused(K: float, codebook: str, M: int, dtype: str, route: str, arch: str,
-                  include: tuple = (), defines: tuple = ()) -> tuple[bytes, int, object]:
+                  include: tuple = (), defines: tuple = (), act_quant=None) -> tuple[bytes, int, object]:
     from escha_jit.kernels import fused
     from escha_jit.render import include_dir, render
     from escha_jit.toolchain.clang_amd import ClangAMDToolchain
-    cfg = fused.default_config(M, "amd")
-    spec = fused.spec_for(arch, K, codebook, dtype, dtype, cfg)
+    cfg = fused.default_config_i8(M, "amd") if act_quant == "int8" else fused.default_config(M, "amd")
+    spec = fused.spec_for(arch, K, codebook, dtype, dtype, cfg, act_quant)
     src = render(spec, fused.render_extra(spec))
     opts = ["-O3"] + (["-DESCHA_WMMA_B_ROUTE=1"] if route == "shuffle" else []) + [f"-D{d}" for d in defines]
     co = ClangAMDToolchain().compile(src, arch, opts, name=spec.kernel_name() + ".hip",
@@ -188,6 +188,7 @@ def main(argv=None) -> int:
     ap.add_argument("--M", type=int, default=1)
     ap.add_argument("--dtype", default="f16")
     ap.add_argument("--route", choices=("direct", "shuffle"), default="direct")
+    ap.add_argument("--act-quant", choices=("int8",), help="the opt-in int8-activation kernel (mul1)")
     ap.add_argument("--arch", default="gfx1201")
     ap.add_argument("-I", dest="include", action="append", default=[],
                     help="extra include dir searched first (e.g. a modified escha/fused.h to evaluate)")
@@ -205,8 +206,8 @@ def main(argv=None) -> int:
         binary, wpl, what = compile_simple(a.op, a.K, a.codebook, a.dtype, a.arch)
     else:
         binary, wpl, cfg = compile_fused(a.K, a.codebook, a.M, a.dtype, a.route, a.arch, tuple(a.include),
-                                         tuple(a.defines))
-        what = (f"fused K={a.K:g} {a.codebook} M={a.M} {a.dtype} route={a.route} {cfg}"
+                                         tuple(a.defines), a.act_quant)
+        what = (f"fused{'_i8' if a.act_quant else ''} K={a.K:g} {a.codebook} M={a.M} {a.dtype} route={a.route} {cfg}"
                 + (f" -I{a.include} -D{a.defines}" if a.include or a.defines else ""))
     r = analyse(binary, a.arch, wpl, a.kernel, whole=a.op != "fused")
     r["what"] = what

@@ -85,36 +85,40 @@ def test_hiprtc_fingerprint_and_error(chroot_result):
 
 # ---------------------------------------------------------------- the fused kernels through hipRTC
 # A representative subset of the shipped gfx1201 fused specializations (every codebook, integer and
-# half rates, f16 and bf16, 1..8 m tiles, both A-operand modes) plus the XH prep kernel, compiled
+# half rates, f16 and bf16, 1..8 m tiles, both A-operand modes), the opt-in int8-activation kernels
+# (mul1, M <= 8; op "fused_i8", v_wmma_i32_16x16x16_iu8) and the XH prep kernel, compiled
 # inside the chroot by the package's own path: escha_jit.kernels.* -> escha_jit.render ->
 # escha_jit.jit.compile_spec(toolchain="hiprtc") -> hip-python -> libhiprtc. No torch there.
 FUSED_SUBSET = [(4.0, "mcg", 1, "f16"), (4.0, "mul1", 1, "bf16"), (2.0, "3inst", 16, "f16"),
                 (2.5, "mul1", 32, "f16"), (3.0, "mcg", 128, "bf16"), (8.0, "mul1", 4, "f16")]
+INT8_SUBSET = [(2.0, "mul1", 1, "f16"), (3.5, "mul1", 8, "bf16")]
 
 FUSED_SNIPPET = r"""
 import base64, json, sys, tempfile, time
 from escha_jit.cache import KernelCache
 from escha_jit.jit import compile_spec
 from escha_jit.kernels import fused, prep
-cases = json.loads(sys.stdin.read())
+cases, int8_cases = json.loads(sys.stdin.read())
 cache = KernelCache(tempfile.mkdtemp(prefix="escha-hiprtc-"))
 out = []
 specs = [(fused.spec_for("%s", K, cb, dt, dt, fused.default_config(M, "amd")), None) for K, cb, M, dt in cases]
+specs += [(fused.spec_for("%s", K, cb, dt, dt, fused.default_config_i8(M, "amd"), act_quant="int8"), None)
+          for K, cb, M, dt in int8_cases]
 specs.append((prep.spec_for("%s", "f16"), None))
 for spec, _ in specs:
-    extra = fused.render_extra(spec) if spec.op == "fused" else prep.render_extra(spec)
+    extra = fused.render_extra(spec) if spec.op.startswith("fused") else prep.render_extra(spec)
     t0 = time.perf_counter()
     e = compile_spec(spec, extra, cache=cache, toolchain="hiprtc")
     out.append({"spec": spec.to_json(), "name": spec.kernel_name(), "seconds": time.perf_counter() - t0,
                 "toolchain": e.code.toolchain, "binary": base64.b64encode(e.code.binary).decode()})
 print(json.dumps({"rows": out, "torch_loaded": "torch" in sys.modules}))
-""" % (ARCH, ARCH)
+""" % (ARCH, ARCH, ARCH)
 
 
 @pytest.fixture(scope="module")
 def chroot_fused() -> dict:
     _require_chroot()
-    r = subprocess.run([SCRIPT, "run", "python", "-c", FUSED_SNIPPET], input=json.dumps(FUSED_SUBSET),
+    r = subprocess.run([SCRIPT, "run", "python", "-c", FUSED_SNIPPET], input=json.dumps([FUSED_SUBSET, INT8_SUBSET]),
                        capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, f"chroot run failed ({r.returncode}):\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}"
     return json.loads(r.stdout.strip().splitlines()[-1])
@@ -129,7 +133,7 @@ def test_hiprtc_fused_gfx1201(chroot_fused):
     from escha_jit.toolchain import amd_elf
     out = chroot_fused
     assert not out["torch_loaded"]
-    assert len(out["rows"]) == len(FUSED_SUBSET) + 1
+    assert len(out["rows"]) == len(FUSED_SUBSET) + len(INT8_SUBSET) + 1
     for row in out["rows"]:
         assert row["toolchain"].startswith("hiprtc|hipRTC 6.4"), row["toolchain"]
         d = dict(row["spec"])
@@ -141,6 +145,7 @@ def test_hiprtc_fused_gfx1201(chroot_fused):
         assert check_code_object(spec, binary, res) == [], row["name"]
         k = res[row["name"]]
         assert k["wavefront"] == 32 and not k["spill_bytes"] and not k["stack_bytes"], (row["name"], k)
-        if spec.op == "fused":
+        if spec.op.startswith("fused"):
             asm = amd_elf.disassemble(binary, ARCH)
-            assert "v_wmma_f32_16x16x16_f16" in asm, row["name"]
+            want = "v_wmma_i32_16x16x16_iu8" if spec.op == "fused_i8" else "v_wmma_f32_16x16x16_f16"
+            assert want in asm, row["name"]
