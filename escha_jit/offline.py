@@ -70,15 +70,20 @@ def check_code_object(spec: KernelSpec, binary: bytes, resources: dict) -> list[
     return problems
 
 
-# the gfx12 matrix instruction each matrix kernel must contain
+# the gfx12 instruction each product kernel must contain (its products' unit)
 MATRIX_INSTRUCTION = {"fused": "v_wmma_f32_16x16x16_f16", "fused_i8": "v_wmma_i32_16x16x16_iu8"}
+DOT_INSTRUCTION = "v_dot4_i32_iu8"          # fused_i8 with dot=1 (M = 1): the integer dot unit
+
+
+def expected_instruction(spec: KernelSpec) -> str:
+    return DOT_INSTRUCTION if spec.op == "fused_i8" and spec.params.get("dot") else MATRIX_INSTRUCTION[spec.op]
 
 
 def _check_amd_matrix_unit(spec: KernelSpec, binary: bytes) -> list[str]:
-    """The fused kernels must really run on the matrix unit (MATRIX_INSTRUCTION)."""
+    """The fused kernels must really run on the unit they are written for (expected_instruction)."""
     from .errors import ToolchainUnavailable
     from .toolchain.amd_elf import disassemble
-    want = MATRIX_INSTRUCTION[spec.op]
+    want = expected_instruction(spec)
     try:
         asm = disassemble(binary, spec.arch)
     except (ToolchainUnavailable, RuntimeError) as e:

@@ -100,12 +100,12 @@ def inner_loop(insns: list[dict]) -> tuple[int, int]:
             ends[idx[t]] = max(ends.get(idx[t], i), i)
     best = None
     for lo, hi in ends.items():
-        if not any(insns[j]["mnemonic"].startswith("v_wmma") for j in range(lo, hi + 1)):
+        if not any(insns[j]["mnemonic"].startswith(("v_wmma", "v_dot4_i32_iu8")) for j in range(lo, hi + 1)):
             continue
         if best is None or hi - lo < best[1] - best[0]:
             best = (lo, hi)
     if best is None:
-        raise ValueError("no loop containing v_wmma found")
+        raise ValueError("no loop containing v_wmma (or the int8 dot route's v_dot4_i32_iu8) found")
     return best
 
 

@@ -1,6 +1,8 @@
 """The opt-in int8-activation fused kernels (act_quant='int8', mul1) on the GPU, against their
 reference (escha_jit.reference_int8: same quantization, exact mul1 weights, float64 after it)
 and, for the error report, against the exact float64 product."""
+import dataclasses
+
 import pytest
 import torch
 
@@ -58,6 +60,19 @@ def test_int8_split_k(shape):
     w = _layer(*shape, 2.0, seed=7)
     for M in (1, 4, 8):
         _check(w, M, torch.float16, seed=M)
+
+
+@pytest.mark.parametrize("K", [1.5, 2.0, 4.0, 8.0])
+def test_int8_dot_route(K):
+    """The M = 1 dot route (the gfx12 default there), run with NVIDIA's lane layout: the same
+    generic code (per-column dp4a partial sums, lane reduction, 128-block fold) as on AMD."""
+    cfg = dataclasses.replace(F.default_config_i8(1), dot=1)
+    w = _layer(1024, 384, K, seed=int(2 * K), bias=True, escha=False)
+    for dtype in (torch.float16, torch.bfloat16):
+        _check(w, 1, dtype, cfg=cfg)
+    _check(_layer(4096, 256, K, seed=3), 1, torch.float16, cfg=cfg, launch=F.FusedLaunch(4))
+    with pytest.raises(ValueError, match="M = 1"):
+        F.fused_linear(torch.randn(2, 1024, device=DEV).half(), w, act_quant="int8", cfg=cfg)
 
 
 def test_int8_fp32_output_padding_bias_and_explicit_launch():

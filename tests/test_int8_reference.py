@@ -57,6 +57,16 @@ def test_int8_option_errors():
         Q.forward_int8(torch.randn(1, 256), random_layer(256, 128, 2.0, "mcg"))
 
 
+def test_int8_dot_route_defaults():
+    assert fused.default_config_i8(1, "amd").dot == 1                  # gfx12: M = 1 on v_dot4
+    assert fused.default_config_i8(2, "amd").dot == 0 and fused.default_config_i8(1).dot == 0
+    assert "dot" not in fused.default_config_i8(1).tile()              # off: spec keys unchanged
+    with pytest.raises(ValueError, match="dot=1"):
+        fused.spec_for("sm_90", 2.0, "mul1", "f16", "f16", fused.FusedConfig(dot=1))
+    amd = [s for s, _ in shipped_specs("gfx1201") if s.op == "fused_i8"]
+    assert any(s.params.get("dot") for s in amd) and not all(s.params.get("dot") for s in amd)
+
+
 def test_int8_kernels_are_named_and_shipped():
     specs = [s for s, _ in shipped_specs("sm_90") if s.op == "fused_i8"]
     assert specs and all(s.codebook == "mul1" for s in specs)

@@ -42,11 +42,14 @@ class FusedConfig:
     xh: int = 0               # 1: the A operand comes precomputed from the prep kernel (one more launch,
                               #    but the input Hadamard is done once, not once per column group)
     diag: int = 0             # timing studies only: 1 no decode, 2 no matrix unit, 3 no x prologue
+    dot: int = 0              # int8 route, M = 1 only: products on the integer dot unit (IDP4A /
+                              # v_dot4_i32_iu8) instead of the matrix unit (the gfx12 default there)
 
     def tile(self) -> dict:
         d = dataclasses.asdict(self)
-        if not d["diag"]:
-            del d["diag"]
+        for opt in ("diag", "dot"):               # off: not part of the spec (keys stay as they were)
+            if not d[opt]:
+                del d[opt]
         return d
 
 
@@ -98,6 +101,8 @@ def spec_for(arch: str, K: float, codebook: str, in_dtype: str, out_dtype: str, 
              act_quant: Optional[str] = None) -> KernelSpec:
     """The fused kernel ("fused"), or with act_quant='int8' its int8-activation twin ("fused_i8")."""
     check_act_quant(act_quant, codebook)
+    if cfg.dot and act_quant != "int8":
+        raise ValueError(f"config {cfg}: dot=1 is a variant of the int8-activation kernels (act_quant='int8')")
     op = "fused_i8" if act_quant == "int8" else "fused"
     return KernelSpec.make(op, arch, K=K, codebook=codebook, in_dtype=in_dtype, out_dtype=out_dtype,
                            tile=cfg.tile())
@@ -111,7 +116,7 @@ def render_extra(spec: KernelSpec) -> dict:
     cfg = FusedConfig(**spec.params)
     return {"in_code": DTYPE_CODES[spec.in_dtype], "out_code": DTYPE_CODES[spec.out_dtype],
             "tr_bytes": smem_layout(cfg, spec.K, 1, 128).tr_bytes, "diag": cfg.diag, "xh": cfg.xh,
-            "i8": is_i8(spec)}
+            "i8": is_i8(spec), "dot": cfg.dot}
 
 
 def _m_tiles(M: int) -> int:
@@ -127,7 +132,11 @@ def default_config_i8(M: int, vendor: str = "nvidia") -> FusedConfig:
     once per stage); the stage count of the vendor's fp16 default."""
     if not 0 < M <= I8_MAX_M:
         raise ValueError(f"the int8-activation kernels take 1 <= M <= {I8_MAX_M}, got M={M}")
-    return FusedConfig(warps=4, m_tiles=1, rows_per_stage=8, stages=2 if vendor == "amd" else 3, min_blocks=2, xh=0)
+    # gfx12 at M = 1: the dot route (1 VALU cycle per weight against ~4 of the iu8 WMMA, which
+    # does not co-execute with VALU; docs/AMD_ESTIMATE.md section 7). NVIDIA: the swapped mma.
+    dot = 1 if vendor == "amd" and M == 1 else 0
+    return FusedConfig(warps=4, m_tiles=1, rows_per_stage=8, stages=2 if vendor == "amd" else 3, min_blocks=2, xh=0,
+                       dot=dot)
 
 
 def default_config(M: int, vendor: str = "nvidia") -> FusedConfig:

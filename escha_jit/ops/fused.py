@@ -123,6 +123,8 @@ def plan_for(dev: torch.device, K: float, codebook: str, IC: int, OC: int, in_dt
     cfg = cfg or default_config(M, vendor)
     if 16 * cfg.m_tiles < M:
         raise ValueError(f"config {cfg} covers M <= {16 * cfg.m_tiles}, got M={M}")
+    if cfg.dot and M != 1:
+        raise ValueError(f"config {cfg}: the dot route takes M = 1, got M={M}")
     launch = launch or default_launch(cfg, K, IC, OC, M, _sms(dev), smem_cap=SMEM_BUDGET[vendor], i8=i8)
     if not _fits(cfg, launch, IC, M):
         raise ValueError(f"launch {launch} does not tile IC={IC}: IC/S must be a multiple of 128 and of "

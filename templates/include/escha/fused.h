@@ -37,7 +37,7 @@
 namespace escha {
 
 template <int K2, int CB, typename in_t, typename out_t, int WARPS, int MT, int RB, int STAGES, int TR_BYTES,
-          bool XH, bool I8 = false>
+          bool XH, bool I8 = false, bool DOT = false>
 struct FusedLinear {
     static constexpr int COLS = 128;                   // output columns per block (one Hadamard block)
     static constexpr int TILES_N = COLS / 16;           // 8 tile columns per block
@@ -56,6 +56,7 @@ struct FusedLinear {
     // so tokens 8..15 are never computed (I8_G1 = false); gfx12's unit always takes 16.
     static_assert(!I8 || MT == 1, "the int8 route takes one m tile (M <= 8)");
     static constexpr bool I8_G1 = false;
+    static_assert(!DOT || I8, "the dot route is the int8 route's M = 1 variant");
 
     struct Args {
         const in_t* x; long long ldx;
@@ -447,6 +448,15 @@ struct FusedLinear {
             for (int b = 0; b < TPW; ++b)
                 #pragma unroll
                 for (int i = 0; i < mu::ACC; ++i) iacc[a][b][i] = 0;
+        // dot route (M = 1): token 0's words for every lane, per-column integer partial sums
+        u32 x0_addr[2];
+        #pragma unroll
+        for (int part = 0; part < 2; ++part) x0_addr[part] = smem_addr(xq + mu::i8_x_word(lane, part));
+        int dpart[TPW][mu::I8_DOT_COLS];
+        #pragma unroll
+        for (int b = 0; b < TPW; ++b)
+            #pragma unroll
+            for (int c = 0; c < mu::I8_DOT_COLS; ++c) dpart[b][c] = 0;
         auto load_step = [&](int step) {
             const u32 slot_bytes = 4u * (u32)((step % STAGES) * SLOT_WORDS);
             const u32* src = src0 + step * step_stride;
@@ -472,6 +482,33 @@ struct FusedLinear {
                     dec.hashes(bf[b].w, w);
                 }
                 const int row = step * RB + r;                      // tile row inside the block's K range
+                if constexpr (DOT) {
+                    mu::XFragI8 xf;
+                    mu::load_x_i8(xf, x0_addr[0] + 64u * (u32)row, x0_addr[1] + 64u * (u32)row, false);
+                    #pragma unroll
+                    for (int b = 0; b < TPW; ++b)
+                        #pragma unroll
+                        for (int j = 0; j < 8; ++j)
+                            dpart[b][mu::i8_dot_col(j)] = dot4_s8u8(mu::i8_dot_x(xf, mu::i8_dot_word(j)), bf[b].w[j],
+                                                                     dpart[b][mu::i8_dot_col(j)]);
+                    if ((row & 7) == 7) {
+                        const float f = q_scale[row >> 3];          // token 0's factor of this 128-block
+                        #pragma unroll
+                        for (int b = 0; b < TPW; ++b)
+                            #pragma unroll
+                            for (int c = 0; c < mu::I8_DOT_COLS; ++c) {
+                                int v = dpart[b][c];
+                                #pragma unroll
+                                for (int m : mu::I8_DOT_REDUCE) v += (int)shfl_xor((u32)v, m);
+                                const int idx = mu::i8_dot_acc(lane, c);
+                                #pragma unroll
+                                for (int i = 0; i < mu::ACC; ++i)
+                                    if (i == idx) acc[0][b][i] += (float)v * f;
+                                dpart[b][c] = 0;
+                            }
+                    }
+                    continue;
+                }
                 #pragma unroll
                 for (int a = 0; a < MT; ++a) {
                     mu::XFragI8 xf;

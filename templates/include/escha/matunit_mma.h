@@ -99,5 +99,17 @@ ESCHA_DEVICE void mma_i8(int (&c)[ACC], const XFragI8& x, const BFragI8& b, bool
 ESCHA_DEVICE int i8_acc_row(int lane, int i) { return 8 * (i >> 2) + 2 * (lane & 3) + (i & 1); }
 ESCHA_DEVICE int i8_acc_col(int lane, int i) { return (lane >> 2) + 8 * ((i >> 1) & 1); }
 
+// The dot route (FusedConfig.dot, M = 1): each hash j times the token's word of its row on the
+// integer dot unit. A lane's 8 positions sit in 2 columns (g, g+8: j >> 2) and its 4 x words of
+// a slab (load_x_i8's first load, token 0) are rows 2t, 2t+1, 8+2t, 9+2t: word j & 3. The lanes
+// t = 0..3 of a group share the columns (xor-reduce over 1, 2); lane t = 0 then owns D^T[col][0]
+// as accumulator 0 (column g) and 2 (column g + 8).
+constexpr int I8_DOT_COLS = 2;
+constexpr int I8_DOT_REDUCE[2] = {1, 2};
+ESCHA_DEVICE constexpr int i8_dot_col(int j) { return j >> 2; }
+ESCHA_DEVICE constexpr int i8_dot_word(int j) { return j & 3; }
+ESCHA_DEVICE int i8_dot_acc(int lane, int c) { return (lane & 3) == 0 ? 2 * c : -1; }
+ESCHA_DEVICE u32 i8_dot_x(const XFragI8& x, int w) { return x.v[0][w]; }
+
 }  // namespace mu
 }  // namespace escha

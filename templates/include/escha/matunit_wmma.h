@@ -78,6 +78,18 @@ ESCHA_DEVICE void mma_i8(int (&c)[ACC], const XFragI8& x, const BFragI8& b, bool
 ESCHA_DEVICE int i8_acc_row(int lane, int i) { return wmma::acc_row(lane, i); }
 ESCHA_DEVICE int i8_acc_col(int lane, int i) { return wmma::acc_col(lane, i); }
 
+// The dot route (FusedConfig.dot, M = 1; the gfx12 default there): v_dot4_i32_iu8 per weight
+// (1 VALU cycle) instead of 4 WMMA per tile (~4 cycles per weight of the matrix unit at M = 1,
+// which does not co-execute with VALU). A lane's 8 elements are rows 8h + e of column l % 16:
+// x words e of its two loads (token 0); lanes l and l ^ 16 share the column; lane h = 0 owns
+// D[0][col] as accumulator 0.
+constexpr int I8_DOT_COLS = 1;
+constexpr int I8_DOT_REDUCE[1] = {16};
+ESCHA_DEVICE constexpr int i8_dot_col(int /*e*/) { return 0; }
+ESCHA_DEVICE constexpr int i8_dot_word(int e) { return e; }
+ESCHA_DEVICE int i8_dot_acc(int lane, int /*c*/) { return (lane >> 4) == 0 ? 0 : -1; }
+ESCHA_DEVICE u32 i8_dot_x(const XFragI8& x, int w) { return x.v[w]; }
+
 // Per-lane decode state (computed once per kernel): which raw words of a tile this lane needs.
 template <int K2>
 struct Decoder {

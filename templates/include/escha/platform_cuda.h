@@ -56,6 +56,12 @@ ESCHA_DEVICE u32 mul_hi(u32 a, u32 b) { return __umulhi(a, b); }
 
 // c + sum of the four unsigned bytes of a * bytes of b: one IDP4A.
 ESCHA_DEVICE u32 dot4_u8(u32 a, u32 b, u32 c) { return __dp4a(a, b, c); }
+// c + sum of (signed byte of a) * (unsigned byte of b): dp4a.s32.u32
+ESCHA_DEVICE int dot4_s8u8(u32 a, u32 b, int c) {
+    int d;
+    asm("dp4a.s32.u32 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+    return d;
+}
 
 
 }  // namespace escha

@@ -64,6 +64,8 @@ ESCHA_DEVICE u32 mul_u24(u32 a) {
 
 // v_dot4_u32_u8: c + sum of byte products.
 ESCHA_DEVICE u32 dot4_u8(u32 a, u32 b, u32 c) { return __builtin_amdgcn_udot4(a, b, c, false); }
+// v_dot4_i32_iu8: c + sum of (signed byte of a) * (unsigned byte of b), no clamping.
+ESCHA_DEVICE int dot4_s8u8(u32 a, u32 b, int c) { return __builtin_amdgcn_sudot4(true, (int)a, false, (int)b, c, false); }
 
 // A load that sees other blocks' writes made visible by __threadfence + atomics (device scope).
 ESCHA_DEVICE f32x4 load_coherent(const f32x4* p) {
