@@ -1,5 +1,6 @@
 """Where the prefill path's time goes: the dense-weight kernel alone (weights/s, GB/s written), the
-fp16 GEMM alone, and the whole linear, per shape (CUDA events, median of 20 after warm-up).
+fp16 GEMM alone, and the whole linear, per shape (one CUDA graph of 8 calls, median of 10 replays:
+GPU time without Python launch overhead).
 
     python benchmarks/bench_prefill_parts.py --out prefill_parts.json
 """
@@ -8,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import time
 
@@ -18,21 +18,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from escha_jit.ops.dense import dense_weight  # noqa: E402
 from escha_jit.ops.linear import linear_unfused  # noqa: E402
-from bench_linear import SHAPES, random_layers  # noqa: E402
+from bench_linear import SHAPES, random_layers, time_graph  # noqa: E402
 
 
-def timed(fn, reps: int = 20) -> float:
-    for _ in range(3):
-        fn()
-    ts = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b) * 1e3)
-    return statistics.median(ts)
+def timed(fn, calls: int = 8) -> float:
+    return time_graph([fn] * calls, replays=10)
 
 
 def main(argv=None):
