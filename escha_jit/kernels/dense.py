@@ -6,7 +6,6 @@ THREADS threads per 128x128 block of W, with SMEM_BYTES of dynamic shared memory
 from __future__ import annotations
 
 from ..spec import KernelSpec, vendor_of
-from ..trellis import tile_words
 from . import DTYPE_CODES
 
 THREADS = 128
@@ -30,20 +29,10 @@ def spec_for(arch: str, K: float, codebook: str, out_dtype: str = "f16") -> Kern
 
 
 def render_extra(spec: KernelSpec) -> dict:
-    return {"out_code": DTYPE_CODES[spec.out_dtype], "min_blocks": spec.params["min_blocks"], "batch": 8}
+    return {"out_code": DTYPE_CODES[spec.out_dtype], "min_blocks": spec.params["min_blocks"],
+            "batch": 16 if vendor_of(spec.arch) == "nvidia" else 8}
 
 
 def dynamic_smem(spec: KernelSpec) -> int:
-    """Bytes of dynamic shared memory every launch of ``spec`` passes: the fp32 block tile, and on
-    NVIDIA the 2-slot ring of raw trellis words behind it (64 tiles of 16K words per slot)."""
-    if vendor_of(spec.arch) != "nvidia":
-        return SMEM_BYTES
-    return SMEM_BYTES + 2 * 64 * tile_words(spec.K) * 2
-
-
-def grid(spec: KernelSpec, IC: int, OC: int, sms: int) -> tuple[int, ...]:
-    """NVIDIA: persistent, at most min_blocks per SM over the (IC/128)*(OC/128) block tiles;
-    elsewhere one block per block tile, (OC/128, IC/128)."""
-    if vendor_of(spec.arch) == "nvidia":
-        return (max(1, min((IC // BLOCK) * (OC // BLOCK), spec.params["min_blocks"] * sms)),)
-    return (OC // BLOCK, IC // BLOCK)
+    """Bytes of dynamic shared memory every launch of ``spec`` passes."""
+    return SMEM_BYTES
