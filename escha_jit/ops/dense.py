@@ -5,7 +5,7 @@ from typing import Optional
 
 import torch
 
-from ..kernels.dense import ARGS, BLOCK, SMEM_BYTES, THREADS, render_extra, spec_for
+from ..kernels.dense import ARGS, BLOCK, THREADS, dynamic_smem, render_extra, spec_for
 from ..reference import LinearWeights
 from ..trellis import check_rate_codebook, tile_words
 from .common import DTYPE_NAMES, arch_of, check_tensor, kernel_for
@@ -46,5 +46,5 @@ def dense_weight(w: LinearWeights, dtype: torch.dtype = torch.float16,
     spec = spec_for(arch_of(dev), w.K, w.codebook, DTYPE_NAMES[dtype])
     k = kernel_for(spec, dev, ARGS, render_extra(spec))
     k.launch((OC // BLOCK, IC // BLOCK), (THREADS,),
-             (w.code, w.rin, w.s_in, w.rout, w.s_out, out, IC, OC, out.stride(0)), smem=SMEM_BYTES)
+             (w.code, w.rin, w.s_in, w.rout, w.s_out, out, IC, OC, out.stride(0)), smem=dynamic_smem(spec))
     return out
