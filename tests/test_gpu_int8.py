@@ -113,3 +113,13 @@ def test_int8_deterministic_graph_and_routing():
         F.fused_linear(x, random_layer(4096, 256, 2.0, "mcg").to(DEV), act_quant="int8")
     with pytest.raises(ValueError, match="M <= 8"):
         F.fused_linear(xb, w, act_quant="int8")
+
+
+def test_int8_escha_linear_module():
+    from escha_jit.nn import EschaLinear
+    w = random_layer(1024, 256, 2.0, "mul1", seed=12)
+    lin = EschaLinear(w, act_quant="int8").cuda()
+    x = torch.randn(2, 3, 1024, device=DEV).half()          # 6 tokens: the int8 route
+    y = lin(x)
+    assert y.shape == (2, 3, 256)
+    assert torch.equal(y.reshape(6, 256), F.fused_linear(x.reshape(6, 1024), lin.weights, act_quant="int8"))

@@ -77,3 +77,14 @@ def test_int8_kernels_are_named_and_shipped():
     assert fused.render_extra(s)["i8"] is True
     assert fused.smem_layout(fused.FusedConfig(**s.params), s.K, 4, 1024, i8=True).total > \
         fused.smem_layout(fused.FusedConfig(**s.params), s.K, 4, 1024).total
+
+
+def test_escha_linear_act_quant_option():
+    from escha_jit.nn import EschaLinear
+    lin = EschaLinear(random_layer(256, 128, 2.0, "mul1"), act_quant="int8")
+    assert "act_quant=int8" in repr(lin)
+    x = torch.randn(3, 256)
+    # the CPU (reference) backend stays exact whatever the option
+    assert torch.equal(lin(x), EschaLinear(random_layer(256, 128, 2.0, "mul1"))(x))
+    with pytest.raises(ValueError, match="mul1"):
+        EschaLinear(random_layer(256, 128, 2.0, "mcg"), act_quant="int8")
