@@ -348,3 +348,63 @@ def test_amd_mul24_split_is_exact():
         got = (m24(s, np.uint64(lo)) + ((m24(s, np.uint64(hi)) << np.uint64(24)) & np.uint64(0xFFFFFFFF))) \
             & np.uint64(0xFFFFFFFF)
         np.testing.assert_array_equal(got, (s * np.uint64(C)) & np.uint64(0xFFFFFFFF))
+
+
+# ---------------------------------------------------------------- the int8 route's iu8 WMMA
+# v_wmma_i32_16x16x16_iu8, wave32 (same calculator, `--instruction v_wmma_i32_16x16x16_iu8
+# --register-layout --A-matrix / --B-matrix / --D-matrix`), transcribed:
+#     A[i][k]:  GPR floor(k/4)%2, bits [8*(k%4)+7 : 8*(k%4)], lane 16*floor(k/8) + i
+#     B[k][j]:  GPR floor(k/4)%2, bits [8*(k%4)+7 : 8*(k%4)], lane 16*floor(k/8) + j
+#     D[i][j]:  GPR i%8, lane 16*floor(i/8) + j          (as the f16 instruction's)
+# i.e. both operands map (lane half h, GPR r, byte b) to the SAME k = 8h + 4r + b, which is what
+# lets matunit_wmma.h relabel k: VGPR r of lane (column n, half h) in instruction t carries the
+# 4 hash bytes of weight row 8h + 2t + r, and the A word of that lane the token's int8 value
+# replicated 4 times.
+
+def iu8_a_position(i: int, k: int) -> tuple[int, int, int]:
+    return 16 * (k // 8) + i, (k // 4) % 2, k % 4          # lane, GPR, byte
+
+
+def iu8_b_position(k: int, j: int) -> tuple[int, int, int]:
+    return 16 * (k // 8) + j, (k // 4) % 2, k % 4
+
+
+def simulate_wmma_iu8(a_words: np.ndarray, b_words: np.ndarray) -> np.ndarray:
+    """D [16, 16] of one v_wmma_i32_16x16x16_iu8 (A signed, B unsigned) from [32, 2] u32 VGPRs."""
+    def byte(w, b, signed):
+        v = (int(w) >> (8 * b)) & 0xFF
+        return v - 256 if signed and v >= 128 else v
+    A = np.array([[byte(a_words[lane, r], b, True) for k in range(16) for lane, r, b in [iu8_a_position(i, k)]]
+                  for i in range(16)])
+    B = np.array([[byte(b_words[lane, r], b, False) for j in range(16) for lane, r, b in [iu8_b_position(k, j)]]
+                  for k in range(16)])
+    return A @ B
+
+
+def test_iu8_layout_a_and_b_share_k():
+    for k in range(16):
+        la, ra, ba = iu8_a_position(0, k)
+        lb, rb, bb = iu8_b_position(k, 0)
+        assert (la // 16, ra, ba) == (lb // 16, rb, bb)
+
+
+def test_int8_route_relabelling_through_documented_iu8_wmma():
+    """matunit_wmma.h's int8 route: per tile, instructions t = 0..3 with lane (n, h) VGPR r = the
+    hash of weight row 8h + 2t + r, column n, and A word = q[token][8h + 2t + r] * 0x01010101.
+    Summed over t, D[m][n] must be sum_k q[m][k] * bytesum(hash[k][n]) for every token m."""
+    rng = np.random.default_rng(7)
+    q = rng.integers(-127, 128, (16, 16))                       # tokens x k
+    h = rng.integers(0, 2 ** 32, (16, 16), dtype=np.uint64)     # k x n: mul1 hashes
+    bytesum = sum(((h >> np.uint64(8 * b)) & np.uint64(0xFF)).astype(np.int64) for b in range(4))
+    D = np.zeros((16, 16), np.int64)
+    for t in range(4):
+        a = np.zeros((32, 2), np.uint64)
+        bw = np.zeros((32, 2), np.uint64)
+        for lane in range(32):
+            col_or_row, half = lane % 16, lane // 16
+            for r in range(2):
+                k = 8 * half + 2 * t + r
+                a[lane, r] = (int(q[col_or_row, k]) & 0xFF) * 0x01010101
+                bw[lane, r] = h[k, col_or_row]
+        D += simulate_wmma_iu8(a, bw)
+    np.testing.assert_array_equal(D, q @ bytesum)

@@ -43,9 +43,11 @@ ESCHA_DEVICE int acc_col(int lane, int i) { return wmma::acc_col(lane, i); }
 // v_wmma_i32_16x16x16_iu8: A signed 8-bit (the token's int8 value replicated in the 4 bytes of a
 // word), B unsigned 8-bit (the 4 bytes of a weight's mul1 hash), s32 accumulate without clamping.
 // One instruction takes 2 words per lane of each operand: 2 weights of the lane's column. The
-// gfx12 8-bit A and B layouts map (lane half, VGPR, byte) to the same hardware k, as the 16-bit
-// ones do (wmma_layout.h), so the relabelling argument there holds: instruction t (0..3) of a
-// tile gives VGPR r of lane l the weight of row 8(l/16) + 2t + r and the x element of that row.
+// gfx12 8-bit A and B layouts map (lane half h, VGPR r, byte b) to the same hardware k = 8h + 4r + b
+// (AMD Matrix Instruction Calculator, rdna4 v_wmma_i32_16x16x16_iu8; tests/test_amd_layout.py
+// runs this relabelling through the documented layout), so the argument of wmma_layout.h holds:
+// instruction t (0..3) of a tile gives VGPR r of lane l the weight of row 8(l/16) + 2t + r and the
+// x element of that row.
 constexpr int I8_ZERO_BYTES = 32;                 // the zero row a lane reads for tokens >= M
 typedef int int2_t __attribute__((ext_vector_type(2)));
 typedef int int8v_t __attribute__((ext_vector_type(8)));
