@@ -6,7 +6,7 @@ import dataclasses
 from typing import Iterable, Optional, Sequence
 
 from ..kernels import dense, fused, prep, rowscale
-from ..kernels.registry import fused_default_configs, fused_fits, fused_supported
+from ..kernels.registry import fused_default_configs, fused_fits, fused_supported, with_swap
 from ..spec import KernelSpec, vendor_of
 from .table import M_BUCKETS, TuningTable, entry_key
 
@@ -65,6 +65,7 @@ def model_specs(arch: str, shapes: Iterable[LayerShape], dtypes: Sequence[str] =
             for cfg in cfgs:
                 if not fused_fits(arch, cfg, sh.K):         # e.g. gfx12: 64 KiB LDS, m_tiles <= 8
                     continue
-                s = fused.spec_for(arch, sh.K, sh.codebook, dt, dt, cfg)
-                add(s, fused.render_extra(s))
+                for c in with_swap(cfg, arch, sh.codebook):
+                    s = fused.spec_for(arch, sh.K, sh.codebook, dt, dt, c)
+                    add(s, fused.render_extra(s))
     return list(out.items())

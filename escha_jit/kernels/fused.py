@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Optional
 
-from ..spec import KernelSpec
+from ..spec import KernelSpec, vendor_of
 from ..trellis import tile_words
 from . import DTYPE_CODES
 
@@ -44,10 +44,12 @@ class FusedConfig:
     diag: int = 0             # timing studies only: 1 no decode, 2 no matrix unit, 3 no x prologue
     dot: int = 0              # int8 route, M = 1 only: products on the integer dot unit (IDP4A /
                               # v_dot4_i32_iu8) instead of the matrix unit (the gfx12 default there)
+    swap: int = 0             # NVIDIA, LCG codebooks, M <= 16: the swapped fp16 route (weights as the
+                              # 16-row operand, both codebook halves fed to the unit); see swap_route
 
     def tile(self) -> dict:
         d = dataclasses.asdict(self)
-        for opt in ("diag", "dot"):               # off: not part of the spec (keys stay as they were)
+        for opt in ("diag", "dot", "swap"):       # off: not part of the spec (keys stay as they were)
             if not d[opt]:
                 del d[opt]
         return d
@@ -80,6 +82,8 @@ def smem_layout(cfg: FusedConfig, K: float, M: int, kr: int, i8: bool = False) -
     w32 = tile_words(K) // 2
     if i8:
         xs = _align(M * (kr + 16) * 4) + _align(2 * mp * (kr // 128) * 4)
+    elif cfg.swap:
+        xs = _align(M * (kr + 16) * 4)                     # half2 {x, x} words
     else:
         xs = _align(M * (kr + 8) * 2)
     tr = cfg.stages * cfg.rows_per_stage * 8 * w32 * 4     # warps x private rings of (8/warps) tile columns
@@ -103,9 +107,30 @@ def spec_for(arch: str, K: float, codebook: str, in_dtype: str, out_dtype: str, 
     check_act_quant(act_quant, codebook)
     if cfg.dot and act_quant != "int8":
         raise ValueError(f"config {cfg}: dot=1 is a variant of the int8-activation kernels (act_quant='int8')")
+    if cfg.swap and not swap_allowed(cfg, vendor_of(arch), codebook, act_quant):
+        raise ValueError(f"config {cfg}: swap=1 needs NVIDIA, an LCG codebook ({SWAP_CODEBOOKS}), one m tile, "
+                         f"xh=0 and fp16/bf16 activations; got {arch}, {codebook}, act_quant={act_quant}")
     op = "fused_i8" if act_quant == "int8" else "fused"
     return KernelSpec.make(op, arch, K=K, codebook=codebook, in_dtype=in_dtype, out_dtype=out_dtype,
                            tile=cfg.tile())
+
+
+SWAP_CODEBOOKS = ("mcg", "3inst")
+SWAP_MAX_M = 16
+
+
+def swap_allowed(cfg: FusedConfig, vendor: str, codebook: str, act_quant: Optional[str] = None) -> bool:
+    return (vendor == "nvidia" and codebook in SWAP_CODEBOOKS and act_quant is None and cfg.m_tiles == 1
+            and not cfg.xh and not cfg.dot)
+
+
+def swap_route(cfg: FusedConfig, vendor: str, codebook: str, M: int, act_quant: Optional[str] = None) -> FusedConfig:
+    """The configuration a call runs: on NVIDIA, LCG codebooks (mcg, 3INST) at M <= 16 with the in-
+    kernel prologue take the swapped fp16 route (include/escha/matunit_mma.h, mma_sw): the decoded
+    word's two fp16 halves go to the unit as they are (no PRMT / HADD2 per weight), the weights fill
+    the unit's 16-row side and the tokens its n8 side. Everything else keeps ``cfg``."""
+    want = int(M <= SWAP_MAX_M and swap_allowed(cfg, vendor, codebook, act_quant))
+    return cfg if cfg.swap == want else dataclasses.replace(cfg, swap=want)
 
 
 def is_i8(spec: KernelSpec) -> bool:
@@ -116,7 +141,7 @@ def render_extra(spec: KernelSpec) -> dict:
     cfg = FusedConfig(**spec.params)
     return {"in_code": DTYPE_CODES[spec.in_dtype], "out_code": DTYPE_CODES[spec.out_dtype],
             "tr_bytes": smem_layout(cfg, spec.K, 1, 128).tr_bytes, "diag": cfg.diag, "xh": cfg.xh,
-            "i8": is_i8(spec), "dot": cfg.dot}
+            "i8": is_i8(spec), "dot": cfg.dot, "swap": cfg.swap}
 
 
 def _m_tiles(M: int) -> int:

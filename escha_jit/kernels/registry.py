@@ -6,6 +6,7 @@ codebook at one rate and dtype) for a quick check.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Iterator, Optional
 
 from ..spec import KernelSpec, vendor_of
@@ -34,6 +35,15 @@ def fused_i8_default_configs(vendor: str = "nvidia") -> list:
         if c not in seen:
             seen.append(c)
     return seen
+
+
+def with_swap(cfg, arch: str, codebook: str) -> list:
+    """``cfg`` and, where calls of it may take the swapped fp16 route (fused.swap_route), its
+    swapped twin: both are dispatched, so both are shipped."""
+    out = [cfg]
+    if fused.swap_allowed(cfg, vendor_of(arch), codebook):
+        out.append(dataclasses.replace(cfg, swap=1))
+    return out
 
 
 def fused_supported(arch: str) -> bool:
@@ -110,9 +120,10 @@ def shipped_specs(arch: str, full: bool = True) -> Iterator[tuple[KernelSpec, di
                     continue
                 if not fused_fits(arch, cfg, K):
                     continue
-                s = fused.spec_for(arch, K, cb, dt, dt, cfg)
-                seen.add(s)
-                yield s, fused.render_extra(s)
+                for c in with_swap(cfg, arch, cb):
+                    s = fused.spec_for(arch, K, cb, dt, dt, c)
+                    seen.add(s)
+                    yield s, fused.render_extra(s)
     for K, cb in pairs:                               # the opt-in int8-activation kernels (mul1)
         if cb not in fused.I8_CODEBOOKS:
             continue
@@ -131,7 +142,8 @@ def shipped_specs(arch: str, full: bool = True) -> Iterator[tuple[KernelSpec, di
             return
         for key, e in sorted(table.entries.items()):
             _, k, cb, _, dt, _ = key.split("|")
-            s = fused.spec_for(arch, float(k[1:].replace("p", ".")), cb, dt, dt, e.cfg)
-            if s not in seen and fused_fits(arch, e.cfg, s.K):
-                seen.add(s)
-                yield s, fused.render_extra(s)
+            for c in with_swap(e.cfg, arch, cb):
+                s = fused.spec_for(arch, float(k[1:].replace("p", ".")), cb, dt, dt, c)
+                if s not in seen and fused_fits(arch, c, s.K):
+                    seen.add(s)
+                    yield s, fused.render_extra(s)

@@ -9,7 +9,8 @@ import torch
 
 from ..kernels import prep
 from ..kernels.fused import (ARGS, COLS, I8_MAX_M, MAX_M, SMEM_BUDGET, FusedConfig, FusedLaunch, check_act_quant,
-                             default_config, default_config_i8, default_launch, render_extra, smem_layout, spec_for)
+                             default_config, default_config_i8, default_launch, render_extra, smem_layout, spec_for,
+                             swap_route)
 from ..kernels.registry import fused_fits
 from ..spec import vendor_of
 from ..reference import LinearWeights
@@ -87,6 +88,10 @@ def _sms(device: torch.device) -> int:
     return _SMS[idx]
 
 
+def _fits_smem(cfg: FusedConfig, launch: FusedLaunch, K: float, IC: int, M: int, vendor: str) -> bool:
+    return IC % launch.splits == 0 and smem_layout(cfg, K, M, IC // launch.splits).total <= SMEM_BUDGET[vendor]
+
+
 def _fits(cfg: FusedConfig, launch: FusedLaunch, IC: int, M: int) -> bool:
     kr = IC // launch.splits
     return (16 * cfg.m_tiles >= M and IC % launch.splits == 0 and kr % 128 == 0
@@ -123,6 +128,9 @@ def plan_for(dev: torch.device, K: float, codebook: str, IC: int, OC: int, in_dt
     cfg = cfg or default_config(M, vendor)
     if 16 * cfg.m_tiles < M:
         raise ValueError(f"config {cfg} covers M <= {16 * cfg.m_tiles}, got M={M}")
+    routed = swap_route(cfg, vendor, codebook, M, act_quant)
+    if routed != cfg and (launch is None or _fits_smem(routed, launch, K, IC, M, vendor)):
+        cfg = routed
     if cfg.dot and M != 1:
         raise ValueError(f"config {cfg}: the dot route takes M = 1, got M={M}")
     launch = launch or default_launch(cfg, K, IC, OC, M, _sms(dev), smem_cap=SMEM_BUDGET[vendor], i8=i8)

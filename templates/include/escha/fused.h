@@ -37,7 +37,7 @@
 namespace escha {
 
 template <int K2, int CB, typename in_t, typename out_t, int WARPS, int MT, int RB, int STAGES, int TR_BYTES,
-          bool XH, bool I8 = false, bool DOT = false>
+          bool XH, bool I8 = false, bool DOT = false, bool SW = false>
 struct FusedLinear {
     static constexpr int COLS = 128;                   // output columns per block (one Hadamard block)
     static constexpr int TILES_N = COLS / 16;           // 8 tile columns per block
@@ -57,6 +57,12 @@ struct FusedLinear {
     static_assert(!I8 || MT == 1, "the int8 route takes one m tile (M <= 8)");
     static constexpr bool I8_G1 = false;
     static_assert(!DOT || I8, "the dot route is the int8 route's M = 1 variant");
+    // The swapped fp16 route (matunit_mma.h mma_sw): LCG codebooks, M <= 16, own prologue, NVIDIA.
+    static_assert(!SW || (!I8 && !XH && MT == 1 && CB != CB_MUL1), "swap: LCG codebook, one m tile, no prep");
+#if !defined(ESCHA_NVIDIA)
+    static_assert(!SW, "the swapped route is NVIDIA's (gfx12's WMMA would take 2 instructions per tile)");
+#endif
+    static constexpr bool WORDS = I8 || SW;            // the A side lives as one u32 word per x element
 
     struct Args {
         const in_t* x; long long ldx;
@@ -166,6 +172,8 @@ struct FusedLinear {
             __syncthreads();
         } else if constexpr (I8) {
             quantize_x(p, xq, xq_ld, q_scale, q_off, lane, wave);
+        } else if constexpr (SW) {
+            prepare_x_sw(p, xq, xq_ld, row_exp, lane, wave);
         } else {
             // ---- prologue: the block's K range of x -> scaled, Hadamard-rotated fp16 A operand.
             // Optimistic single pass: every (row, 128-block) is stored unscaled; a row with a value
@@ -217,9 +225,16 @@ struct FusedLinear {
             for (int b = 0; b < TPW; ++b)
                 #pragma unroll
                 for (int i = 0; i < mu::ACC; ++i) acc[a][b][i] = 0.f;
-        if constexpr (I8) {
-            main_loop_i8(p, acc, xq, xq_ld, q_scale, zero16, src0, step_stride, piece_dst, piece_src, lane_words,
-                         dec, steps, lane);
+        if constexpr (WORDS) {
+            const u32 mask = reinterpret_cast<const u32*>(flag)[1];
+            // tokens 8..15 (the second n8 group of the swapped unit) only where they exist:
+            // compile-time, two instantiations, no branch around the unit's instructions
+            if (SW && p.M > 8)
+                main_loop_words<true>(p, acc, xq, xq_ld, q_scale, zero16, src0, step_stride, piece_dst, piece_src,
+                                      lane_words, dec, steps, lane, mask);
+            else
+                main_loop_words<false>(p, acc, xq, xq_ld, q_scale, zero16, src0, step_stride, piece_dst, piece_src,
+                                       lane_words, dec, steps, lane, mask);
         } else {
         // A operand addresses of this lane (ldmatrix: lane l supplies row l % 16); rows >= M read
         // the 16 zero bytes instead (their column step is 0).
@@ -314,6 +329,8 @@ struct FusedLinear {
 #endif
             if constexpr (I8)
                 stage_rows_i8(red, acc[a], q_off + 16 * a * nkb, nkb, lane, wave);
+            else if constexpr (SW)
+                stage_rows_sw(red, acc[a], row_exp + 16 * a, lane, wave);
             else
                 stage_rows(red, acc[a], row_exp + 16 * a, lane, wave);
             __syncthreads();
@@ -419,11 +436,13 @@ struct FusedLinear {
     // Main loop of the int8 route: per tile row, decode TPW tiles to hashes and run the s8 x u8
     // unit into int32 sums; every 128 input features (8 tile rows) fold the sums into fp32 with
     // the block's dequantisation factor of the row (|sum| <= 128 * 1020 * 127 < 2^24: exact).
-    template <typename Dec, typename PD, typename PS, typename LW>
-    ESCHA_DEVICE static void main_loop_i8(const Args& p, float (&acc)[MT][TPW][mu::ACC], const u32* xq, int xq_ld,
-                                          const float* q_scale, const half_t* zero, const u32* src0,
-                                          long long step_stride, const PD& piece_dst, const PS& piece_src,
-                                          const LW& lane_words, const Dec& dec, int steps, int lane) {
+    // (With SW the same loop runs the swapped fp16 route: LCG words instead of hashes, the f16
+    // unit straight into the fp32 accumulators, no folding.)
+    template <bool G1, typename Dec, typename PD, typename PS, typename LW>
+    ESCHA_DEVICE static void main_loop_words(const Args& p, float (&acc)[MT][TPW][mu::ACC], const u32* xq, int xq_ld,
+                                             const float* q_scale, const half_t* zero, const u32* src0,
+                                             long long step_stride, const PD& piece_dst, const PS& piece_src,
+                                             const LW& lane_words, const Dec& dec, int steps, int lane, u32 mask) {
         constexpr int NW = Dec::NW;
         constexpr int PIECES = SLOT_WORDS / 4, PER_LANE = (PIECES + ESCHA_WAVE - 1) / ESCHA_WAVE;
         const int nkb = p.k_split / 128;
@@ -439,7 +458,7 @@ struct FusedLinear {
                 a_step[a][part] = m < p.M ? 64u : 0u;   // bytes per 16-k slab
             }
             #pragma unroll
-            for (int i = 0; i < mu::ACC; ++i) sc_row[a][i] = q_scale + (16 * a + mu::i8_acc_row(lane, i)) * nkb;
+            for (int i = 0; i < mu::ACC; ++i) sc_row[a][i] = I8 ? q_scale + (16 * a + mu::i8_acc_row(lane, i)) * nkb : nullptr;
         }
         int iacc[MT][TPW][mu::ACC];
         #pragma unroll
@@ -479,7 +498,10 @@ struct FusedLinear {
                     u32 w[NW];
                     #pragma unroll
                     for (int q = 0; q < NW; ++q) w[q] = lds32(lane_words[q] + slot + 4 * (r * TPW + b) * W32);
-                    dec.hashes(bf[b].w, w);
+                    if constexpr (SW)
+                        dec.template lcg_words<CB>(bf[b].w, w, mask);
+                    else
+                        dec.hashes(bf[b].w, w);
                 }
                 const int row = step * RB + r;                      // tile row inside the block's K range
                 if constexpr (DOT) {
@@ -513,11 +535,16 @@ struct FusedLinear {
                 for (int a = 0; a < MT; ++a) {
                     mu::XFragI8 xf;
                     mu::load_x_i8(xf, a_addr[a][0] + (u32)row * a_step[a][0], a_addr[a][1] + (u32)row * a_step[a][1],
-                                  I8_G1);
+                                  G1);
                     #pragma unroll
-                    for (int b = 0; b < TPW; ++b) mu::mma_i8(iacc[a][b], xf, bf[b], I8_G1);
+                    for (int b = 0; b < TPW; ++b) {
+                        if constexpr (SW)
+                            mu::mma_sw(acc[a][b], xf, bf[b], G1);
+                        else
+                            mu::mma_i8(iacc[a][b], xf, bf[b], G1);
+                    }
                 }
-                if ((row & 7) == 7) {                               // end of a 128-feature block
+                if (I8 && (row & 7) == 7) {                         // end of a 128-feature block
                     const int kb = row >> 3;
                     #pragma unroll
                     for (int a = 0; a < MT; ++a)
@@ -534,6 +561,75 @@ struct FusedLinear {
             }
             wave_sync();      // every lane done reading this slot before it is refilled
         }
+    }
+
+    // Prologue of the swapped fp16 route: per (row, 128-block) the Hadamard-rotated fp16 x as half2
+    // {x, x} words in mu::i8_slot order; optimistic like the fp16 route's (a row that would leave
+    // fp16's range gets a power-of-two exponent and is redone).
+    ESCHA_DEVICE static void prepare_x_sw(const Args& p, u32* xq, int xq_ld, int* row_exp, int lane, int wave) {
+        const int nkb = p.k_split / 128;
+        const int k_begin = blockIdx.y * p.k_split;
+        const bool vec = p.in_valid == p.IC && (p.ldx % 8) == 0 && (reinterpret_cast<u64>(p.x) % 16) == 0;
+        for (int t = threadIdx.x; t < MP; t += blockDim.x) row_exp[t] = 0;
+        __syncthreads();
+        auto store = [&](int m, int kb, const float (&v)[4], float scale) {
+            #pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                const int k = kb * 128 + 4 * lane + i;
+                xq[m * xq_ld + (k & ~15) + mu::i8_slot(k & 15)] =
+                    (u32)bit_cast<u16>(float_to_half(v[i] * scale)) * 0x00010001u;
+            }
+        };
+        constexpr int BATCH = 4;                  // items whose loads are in flight together (latency)
+        const int items = p.M * nkb;
+        for (int item0 = wave; item0 < items; item0 += BATCH * WARPS) {
+          float vb[BATCH][4];
+          #pragma unroll
+          for (int u = 0; u < BATCH; ++u) {
+            const int item = item0 + u * WARPS;
+            if (item < items) load_scaled4(p, item / nkb, k_begin + (item % nkb) * 128 + 4 * lane, vec, vb[u]);
+          }
+          #pragma unroll
+          for (int u = 0; u < BATCH; ++u) {
+            const int item = item0 + u * WARPS;
+            if (item >= items) break;
+            const int m = item / nkb, kb = item % nkb;
+            float (&v)[4] = vb[u];
+            hadamard128_lane(v, lane);
+            float amax = 0.f;
+            #pragma unroll
+            for (int i = 0; i < 4; ++i) { v[i] *= HAD128_SCALE; amax = fmaxf(amax, fabsf(v[i])); }
+            if (wave_any(!(amax < 32768.f))) {                    // rare: needs a row exponent
+                #pragma unroll
+                for (int s = 16; s > 0; s >>= 1) amax = fmaxf(amax, shfl_xor(amax, s));
+                if (lane == 0) atomicMax(row_exp + m, fp16_safe_exponent(amax));
+                continue;
+            }
+            store(m, kb, v, 1.f);
+          }
+        }
+        __syncthreads();
+        for (int item = wave; item < items; item += WARPS) {     // the rare rows, redone
+            const int m = item / nkb, kb = item % nkb;
+            if (row_exp[m] == 0) continue;
+            float v[4];
+            load_scaled4(p, m, k_begin + kb * 128 + 4 * lane, vec, v);
+            hadamard128_lane(v, lane);
+            store(m, kb, v, HAD128_SCALE * exp2i(-row_exp[m]));
+        }
+        __syncthreads();
+    }
+
+    // One m tile of the swapped route's accumulators (times 2^row_exp) -> shared [16][COLS].
+    ESCHA_DEVICE static void stage_rows_sw(float* red, const float (&acc)[TPW][mu::ACC], const int* exps,
+                                           int lane, int wave) {
+        #pragma unroll
+        for (int b = 0; b < TPW; ++b)
+            #pragma unroll
+            for (int i = 0; i < mu::ACC; ++i) {
+                const int r = mu::i8_acc_row(lane, i);
+                red[r * RED_LD + (wave * TPW + b) * 16 + mu::i8_acc_col(lane, i)] = acc[b][i] * exp2i(exps[r]);
+            }
     }
 
     // One m tile of the int8 route's accumulators minus the row's column-independent part -> shared.

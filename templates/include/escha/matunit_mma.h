@@ -42,6 +42,16 @@ struct Decoder {
     template <int CB>
     ESCHA_DEVICE void decode(BFrag& b, const u32 (&w)[NW], u32 mask) const { decode_lane<K2, CB>(w, ls, b.h, mask); }
 
+    // The LCG codebooks' two-half words y = (s*a (+b) & mask) ^ 0x3B603B60 of this lane's 8
+    // positions (the swapped fp16 route's operand: the unit sums both halves exactly).
+    template <int CB>
+    ESCHA_DEVICE void lcg_words(u32 (&y)[8], const u32 (&w)[NW], u32 mask) const {
+        u32 s[8];
+        ls.template states<true>(w, s);
+        #pragma unroll
+        for (int j = 0; j < 8; ++j) y[j] = lcg_bits<CB>(s[j], mask);
+    }
+
     // The mul1 hashes of this lane's 8 positions (the int8 route's B operand).
     ESCHA_DEVICE void hashes(u32 (&h)[8], const u32 (&w)[NW]) const {
         u32 s[8];
@@ -91,6 +101,23 @@ ESCHA_DEVICE void mma_i8(int (&c)[ACC], const XFragI8& x, const BFragI8& b, bool
     if (group1) {
         mma_16832_u8s8(c1, lo, x.v[1][0], x.v[1][1]);
         mma_16832_u8s8(c1, hi, x.v[1][2], x.v[1][3]);
+    }
+}
+
+// The swapped fp16 route (FusedConfig.swap: NVIDIA, LCG codebooks, M <= 16): the same operand
+// swap and relabelling with mma.m16n8k16 f16 -> f32, whose k groups are 2 halves instead of 4
+// bytes: a weight's word y = {lo, hi} (the codebook's two fp16 halves, value lo + hi) fills one
+// group, and the token's x word is the half2 {x, x}. No PRMT / HADD2 per weight, and the unit
+// adds lo + hi without the fp16 rounding of the decoded weight (<= half an fp16 ulp apart).
+ESCHA_DEVICE void mma_sw(float (&c)[ACC], const XFragI8& x, const BFragI8& y, bool group1) {
+    const u32 lo[4] = {y.w[0], y.w[4], y.w[1], y.w[5]}, hi[4] = {y.w[2], y.w[6], y.w[3], y.w[7]};
+    float (&c0)[4] = *reinterpret_cast<float (*)[4]>(&c[0]);
+    float (&c1)[4] = *reinterpret_cast<float (*)[4]>(&c[4]);
+    mma_16816(c0, lo, x.v[0][0], x.v[0][1]);
+    mma_16816(c0, hi, x.v[0][2], x.v[0][3]);
+    if (group1) {
+        mma_16816(c1, lo, x.v[1][0], x.v[1][1]);
+        mma_16816(c1, hi, x.v[1][2], x.v[1][3]);
     }
 }
 

@@ -76,6 +76,13 @@ ESCHA_DEVICE void mma_i8(int (&c)[ACC], const XFragI8& x, const BFragI8& b, bool
     for (int i = 0; i < ACC; ++i) c[i] = acc[i];
 }
 
+// The swapped fp16 route is NVIDIA's (fused.h static_asserts it away on gfx12, where the f16 WMMA
+// would take 2 instructions per tile for it); declared so the shared main loop names it.
+template <typename C>
+ESCHA_DEVICE void mma_sw(C&, const XFragI8&, const BFragI8&, bool) {
+    static_assert(sizeof(C) == 0, "no swapped fp16 route on gfx12");
+}
+
 // Token and output column of accumulator i: the f32 WMMA's D layout.
 ESCHA_DEVICE int i8_acc_row(int lane, int i) { return wmma::acc_row(lane, i); }
 ESCHA_DEVICE int i8_acc_col(int lane, int i) { return wmma::acc_col(lane, i); }
