@@ -74,13 +74,16 @@ def time_chain(calls: Sequence[Callable[[], None]], repeats: int) -> float:
 
 
 def candidate_specs(arch: str, K: float, codebook: str, dtype: str, cands: Sequence[Candidate]):
-    """(spec, render extras) of every kernel the candidates need (fused variants + prep)."""
+    """(spec, render extras) of every kernel the candidates need (fused variants, their swapped
+    twins that dispatch may route to (kernels.fused.swap_route), prep)."""
     from ..kernels import prep
+    from ..kernels.registry import with_swap
     ps = prep.spec_for(arch, dtype)
     out = {ps: prep.render_extra(ps)}
     for c in cands:
-        s = spec_for(arch, K, codebook, dtype, dtype, c.cfg)
-        out[s] = render_extra(s)
+        for cfg in with_swap(c.cfg, arch, codebook):
+            s = spec_for(arch, K, codebook, dtype, dtype, cfg)
+            out[s] = render_extra(s)
     return list(out.items())
 
 
