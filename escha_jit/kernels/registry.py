@@ -17,24 +17,23 @@ DTYPES = ("f16", "bf16", "f32")
 FUSED_DTYPES = ("f16", "bf16")
 
 
-def fused_default_configs(vendor: str = "nvidia") -> list:
-    """The distinct default fused configurations over every M the fused kernel takes."""
+def _distinct_configs(config_for, max_m: int, vendor: str) -> list:
     seen = []
-    for M in range(1, fused.MAX_M + 1):
-        c = fused.default_config(M, vendor)
+    for M in range(1, max_m + 1):
+        c = config_for(M, vendor)
         if c not in seen:
             seen.append(c)
     return seen
+
+
+def fused_default_configs(vendor: str = "nvidia") -> list:
+    """The distinct default fused configurations over every M the fused kernel takes."""
+    return _distinct_configs(fused.default_config, fused.MAX_M, vendor)
 
 
 def fused_i8_default_configs(vendor: str = "nvidia") -> list:
     """The distinct default configurations of the int8-activation kernels (M <= I8_MAX_M)."""
-    seen = []
-    for M in range(1, fused.I8_MAX_M + 1):
-        c = fused.default_config_i8(M, vendor)
-        if c not in seen:
-            seen.append(c)
-    return seen
+    return _distinct_configs(fused.default_config_i8, fused.I8_MAX_M, vendor)
 
 
 def with_swap(cfg, arch: str, codebook: str) -> list:

@@ -73,7 +73,6 @@ struct Decoder {
 // (pos_row/pos_col: rows 2t + (j&1) + 8((j>>1)&1), columns g + 8(j>>2), g = lane / 4) then form
 //   lo: A = {h0, h4, h1, h5} (rows g, g+8 of W^T at G = t, then at G = 4 + t), hi: {h2, h6, h3, h7}
 // and its token words {row 2t, 2t+1, 8+2t, 9+2t} of token g give B = {w0, w1} (lo), {w2, w3} (hi).
-constexpr int I8_ZERO_BYTES = 16;                 // the zero row a lane reads for tokens >= M
 struct XFragI8 { u32 v[2][4]; };                  // token groups 0..7 / 8..15 of an m tile
 struct BFragI8 { u32 w[8]; };                     // hashes of positions j = 0..7
 

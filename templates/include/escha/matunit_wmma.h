@@ -48,7 +48,6 @@ ESCHA_DEVICE int acc_col(int lane, int i) { return wmma::acc_col(lane, i); }
 // runs this relabelling through the documented layout), so the argument of wmma_layout.h holds:
 // instruction t (0..3) of a tile gives VGPR r of lane l the weight of row 8(l/16) + 2t + r and the
 // x element of that row.
-constexpr int I8_ZERO_BYTES = 32;                 // the zero row a lane reads for tokens >= M
 typedef int int2_t __attribute__((ext_vector_type(2)));
 typedef int int8v_t __attribute__((ext_vector_type(8)));
 struct XFragI8 { u32 v[8]; };                     // x words of token l%16, slab k 8(l/16) .. +7
