@@ -89,18 +89,26 @@ ESCHA_DEVICE void load_x_i8(XFragI8& x, u32 addr0, u32 addr1, bool group1) {
     if (group1) lds128(x.v[1], addr1);
 }
 
-// c[4p + i]: token group p (0, 1) of the m tile, accumulator i of its 16x8 D^T tile.
-// group1: whether tokens 8..15 of the tile exist (a warp-uniform skip of half the work for M <= 8).
-ESCHA_DEVICE void mma_i8(int (&c)[ACC], const XFragI8& x, const BFragI8& b, bool group1) {
-    const u32 lo[4] = {b.w[0], b.w[4], b.w[1], b.w[5]}, hi[4] = {b.w[2], b.w[6], b.w[3], b.w[7]};
-    int (&c0)[4] = *reinterpret_cast<int (*)[4]>(&c[0]);
-    int (&c1)[4] = *reinterpret_cast<int (*)[4]>(&c[4]);
-    mma_16832_u8s8(c0, lo, x.v[0][0], x.v[0][1]);
-    mma_16832_u8s8(c0, hi, x.v[0][2], x.v[0][3]);
+// One trellis tile through the swapped unit: the relabelling above, for any instruction `op`
+// (d, A quad, b0, b1) whose k groups pair with 32-bit words. c[4p + i]: token group p (0, 1) of
+// the m tile, accumulator i of its 16x8 D^T tile. group1: whether tokens 8..15 of the tile exist
+// (a warp-uniform skip of half the work for M <= 8).
+template <typename T, typename Op>
+ESCHA_DEVICE void mma_swapped(T (&c)[ACC], const XFragI8& x, const BFragI8& w, bool group1, Op op) {
+    const u32 lo[4] = {w.w[0], w.w[4], w.w[1], w.w[5]}, hi[4] = {w.w[2], w.w[6], w.w[3], w.w[7]};
+    T (&c0)[4] = *reinterpret_cast<T (*)[4]>(&c[0]);
+    T (&c1)[4] = *reinterpret_cast<T (*)[4]>(&c[4]);
+    op(c0, lo, x.v[0][0], x.v[0][1]);
+    op(c0, hi, x.v[0][2], x.v[0][3]);
     if (group1) {
-        mma_16832_u8s8(c1, lo, x.v[1][0], x.v[1][1]);
-        mma_16832_u8s8(c1, hi, x.v[1][2], x.v[1][3]);
+        op(c1, lo, x.v[1][0], x.v[1][1]);
+        op(c1, hi, x.v[1][2], x.v[1][3]);
     }
+}
+
+// The int8 route: u8 hash bytes x s8 token words, s32 sums.
+ESCHA_DEVICE void mma_i8(int (&c)[ACC], const XFragI8& x, const BFragI8& b, bool group1) {
+    mma_swapped(c, x, b, group1, [](int (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) { mma_16832_u8s8(d, a, b0, b1); });
 }
 
 // The swapped fp16 route (FusedConfig.swap: NVIDIA, LCG codebooks, M <= 16): the same operand
@@ -109,15 +117,7 @@ ESCHA_DEVICE void mma_i8(int (&c)[ACC], const XFragI8& x, const BFragI8& b, bool
 // group, and the token's x word is the half2 {x, x}. No PRMT / HADD2 per weight, and the unit
 // adds lo + hi without the fp16 rounding of the decoded weight (<= half an fp16 ulp apart).
 ESCHA_DEVICE void mma_sw(float (&c)[ACC], const XFragI8& x, const BFragI8& y, bool group1) {
-    const u32 lo[4] = {y.w[0], y.w[4], y.w[1], y.w[5]}, hi[4] = {y.w[2], y.w[6], y.w[3], y.w[7]};
-    float (&c0)[4] = *reinterpret_cast<float (*)[4]>(&c[0]);
-    float (&c1)[4] = *reinterpret_cast<float (*)[4]>(&c[4]);
-    mma_16816(c0, lo, x.v[0][0], x.v[0][1]);
-    mma_16816(c0, hi, x.v[0][2], x.v[0][3]);
-    if (group1) {
-        mma_16816(c1, lo, x.v[1][0], x.v[1][1]);
-        mma_16816(c1, hi, x.v[1][2], x.v[1][3]);
-    }
+    mma_swapped(c, x, y, group1, [](float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) { mma_16816(d, a, b0, b1); });
 }
 
 // Token (row of y inside the m tile) and output column (inside the 16-column tile) of c[i]:
