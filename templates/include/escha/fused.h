@@ -172,49 +172,20 @@ struct FusedLinear {
         } else if constexpr (I8) {
             quantize_x(p, xq, xq_ld, q_scale, q_off, lane, wave);
         } else if constexpr (SW) {
-            prepare_x_sw(p, xq, xq_ld, row_exp, lane, wave);
-        } else {
-            // ---- prologue: the block's K range of x -> scaled, Hadamard-rotated fp16 A operand.
-            // Optimistic single pass: every (row, 128-block) is stored unscaled; a row with a value
-            // that would not fit fp16 (|v| >= 2^15, e.g. large bf16 activations) gets the power-of-
-            // two exponent it needs (atomicMax over its blocks) and is redone below (rare).
-            for (int t = threadIdx.x; t < MP; t += blockDim.x) row_exp[t] = 0;
-            __syncthreads();
-            const int blocks_k = p.k_split / 128;
-            const bool vec = p.in_valid == p.IC && (p.ldx % 8) == 0 && (reinterpret_cast<u64>(p.x) % 16) == 0;
-            #pragma unroll 2
-            for (int item = wave; item < p.M * blocks_k; item += WARPS) {
-                const int m = item / blocks_k, kb = item % blocks_k;
-                const int k = k_begin + kb * 128 + 4 * lane;
-                float v[4];
-    #if ESCHA_FUSED_DIAG != 3
-                load_scaled4(p, m, k, vec, v);
-                hadamard128_lane(v, lane);
-    #else
+            // the swapped route's A side: half2 {x, x} words in mu::i8_slot order
+            prologue_f16(p, row_exp, lane, wave, [&](int m, int kb, const float (&v)[4], float scale) {
                 #pragma unroll
-                for (int i = 0; i < 4; ++i) v[i] = 1.f;
-    #endif
-                float amax = 0.f;
-                #pragma unroll
-                for (int i = 0; i < 4; ++i) { v[i] *= HAD128_SCALE; amax = fmaxf(amax, fabsf(v[i])); }
-                if (wave_any(!(amax < 32768.f))) {                    // rare: needs a row exponent
-                    #pragma unroll
-                    for (int s = 16; s > 0; s >>= 1) amax = fmaxf(amax, shfl_xor(amax, s));
-                    if (lane == 0) atomicMax(row_exp + m, fp16_safe_exponent(amax));    // >= 1 here
-                    continue;
+                for (int i = 0; i < 4; ++i) {
+                    const int k = kb * 128 + 4 * lane + i;
+                    xq[m * xq_ld + (k & ~15) + mu::i8_slot(k & 15)] =
+                        (u32)bit_cast<u16>(float_to_half(v[i] * scale)) * 0x00010001u;
                 }
-                store_half4(xs + m * xs_ld + kb * 128 + 4 * lane, v, 1.f);
-            }
-            __syncthreads();
-            for (int item = wave; item < p.M * blocks_k; item += WARPS) {     // the rare rows, redone
-                const int m = item / blocks_k, kb = item % blocks_k;
-                if (row_exp[m] == 0) continue;
-                float v[4];
-                load_scaled4(p, m, k_begin + kb * 128 + 4 * lane, vec, v);
-                hadamard128_lane(v, lane);
-                store_half4(xs + m * xs_ld + kb * 128 + 4 * lane, v, HAD128_SCALE * exp2i(-row_exp[m]));
-            }
-            __syncthreads();
+            });
+        } else {
+            // ---- prologue: the block's K range of x -> scaled, Hadamard-rotated fp16 A operand
+            prologue_f16(p, row_exp, lane, wave, [&](int m, int kb, const float (&v)[4], float scale) {
+                store_half4(xs + m * xs_ld + kb * 128 + 4 * lane, v, scale);
+            });
         }
 
         float acc[MT][TPW][mu::ACC];
@@ -381,28 +352,11 @@ struct FusedLinear {
     ESCHA_DEVICE static void quantize_x(const Args& p, u32* xq, int xq_ld, float* q_scale, float* q_off,
                                         int lane, int wave) {
         const int nkb = p.k_split / 128;
-        const int k_begin = blockIdx.y * p.k_split;
-        const bool vec = p.in_valid == p.IC && (p.ldx % 8) == 0 && (reinterpret_cast<u64>(p.x) % 16) == 0;
         for (int t = p.M * nkb + threadIdx.x; t < MP * nkb; t += blockDim.x) q_scale[t] = q_off[t] = 0.f;
-        constexpr int BATCH = 4;                  // items whose loads are in flight together (latency)
-        const int items = p.M * nkb;
-        for (int item0 = wave; item0 < items; item0 += BATCH * WARPS) {
-          float vb[BATCH][4];
-          #pragma unroll
-          for (int u = 0; u < BATCH; ++u) {
-            const int item = item0 + u * WARPS;
-            if (item < items) load_scaled4(p, item / nkb, k_begin + (item % nkb) * 128 + 4 * lane, vec, vb[u]);
-          }
-          #pragma unroll
-          for (int u = 0; u < BATCH; ++u) {
-            const int item = item0 + u * WARPS;
-            if (item >= items) break;
-            const int m = item / nkb, kb = item % nkb;
-            float (&v)[4] = vb[u];
-            hadamard128_lane(v, lane);
+        rotated_items<4>(p, lane, wave, [](int) { return true; }, [&](int m, int kb, float (&v)[4]) {
             float amax = 0.f;
             #pragma unroll
-            for (int i = 0; i < 4; ++i) { v[i] *= HAD128_SCALE; amax = fmaxf(amax, fabsf(v[i])); }
+            for (int i = 0; i < 4; ++i) amax = fmaxf(amax, fabsf(v[i]));
             #pragma unroll
             for (int s = 16; s > 0; s >>= 1) amax = fmaxf(amax, shfl_xor(amax, s));
             const float inv = amax > 0.f ? 127.f / amax : 0.f;
@@ -421,8 +375,7 @@ struct FusedLinear {
                 q_scale[m * nkb + kb] = step * MUL1_SCALE;
                 q_off[m * nkb + kb] = step * (float)qsum;
             }
-          }
-        }
+        });
         __syncthreads();
         for (int m = threadIdx.x; m < p.M; m += blockDim.x) {    // fixed order: deterministic
             float o = 0.f;
@@ -562,60 +515,68 @@ struct FusedLinear {
         }
     }
 
-    // Prologue of the swapped fp16 route: per (row, 128-block) the Hadamard-rotated fp16 x as half2
-    // {x, x} words in mu::i8_slot order; optimistic like the fp16 route's (a row that would leave
-    // fp16's range gets a power-of-two exponent and is redone).
-    ESCHA_DEVICE static void prepare_x_sw(const Args& p, u32* xq, int xq_ld, int* row_exp, int lane, int wave) {
-        const int nkb = p.k_split / 128;
+    // The block's items (row m, 128-block kb) of x, one wave per item: visit(m, kb, v) receives
+    // v = H128(x * s_in * rin) * HAD128_SCALE of this lane's 4 features. BATCH items per wave have
+    // their global loads in flight together (the prologue is on the critical path before the first
+    // matrix-unit step: one memory latency per batch, not per item). Items whose row fails
+    // keep(m) are neither loaded nor visited.
+    template <int BATCH, typename Keep, typename Visit>
+    ESCHA_DEVICE static void rotated_items(const Args& p, int lane, int wave, Keep keep, Visit visit) {
+        const int nkb = p.k_split / 128, items = p.M * nkb;
         const int k_begin = blockIdx.y * p.k_split;
         const bool vec = p.in_valid == p.IC && (p.ldx % 8) == 0 && (reinterpret_cast<u64>(p.x) % 16) == 0;
+        for (int item0 = wave; item0 < items; item0 += BATCH * WARPS) {
+            float vb[BATCH][4];
+            #pragma unroll
+            for (int u = 0; u < BATCH; ++u) {
+                const int item = item0 + u * WARPS;
+#if ESCHA_FUSED_DIAG != 3
+                if (item < items && keep(item / nkb))
+                    load_scaled4(p, item / nkb, k_begin + (item % nkb) * 128 + 4 * lane, vec, vb[u]);
+#else
+                #pragma unroll
+                for (int i = 0; i < 4; ++i) vb[u][i] = 1.f;
+#endif
+            }
+            #pragma unroll
+            for (int u = 0; u < BATCH; ++u) {
+                const int item = item0 + u * WARPS;
+                if (item >= items) break;
+                if (!keep(item / nkb)) continue;
+#if ESCHA_FUSED_DIAG != 3
+                hadamard128_lane(vb[u], lane);
+#endif
+                #pragma unroll
+                for (int i = 0; i < 4; ++i) vb[u][i] *= HAD128_SCALE;
+                visit(item / nkb, item % nkb, vb[u]);
+            }
+        }
+    }
+
+    // The fp16 A side of the fp16 routes (store(m, kb, v, scale) writes v * scale in the route's
+    // layout). Optimistic single pass: every item is stored unscaled; a row with a value that would
+    // not fit fp16 (|v| >= 2^15, e.g. large bf16 activations) gets the power-of-two exponent it
+    // needs (atomicMax over its items) and is redone in a second pass (rare).
+    template <typename Store>
+    ESCHA_DEVICE static void prologue_f16(const Args& p, int* row_exp, int lane, int wave, Store store) {
         for (int t = threadIdx.x; t < MP; t += blockDim.x) row_exp[t] = 0;
         __syncthreads();
-        auto store = [&](int m, int kb, const float (&v)[4], float scale) {
-            #pragma unroll
-            for (int i = 0; i < 4; ++i) {
-                const int k = kb * 128 + 4 * lane + i;
-                xq[m * xq_ld + (k & ~15) + mu::i8_slot(k & 15)] =
-                    (u32)bit_cast<u16>(float_to_half(v[i] * scale)) * 0x00010001u;
-            }
-        };
-        constexpr int BATCH = 4;                  // items whose loads are in flight together (latency)
-        const int items = p.M * nkb;
-        for (int item0 = wave; item0 < items; item0 += BATCH * WARPS) {
-          float vb[BATCH][4];
-          #pragma unroll
-          for (int u = 0; u < BATCH; ++u) {
-            const int item = item0 + u * WARPS;
-            if (item < items) load_scaled4(p, item / nkb, k_begin + (item % nkb) * 128 + 4 * lane, vec, vb[u]);
-          }
-          #pragma unroll
-          for (int u = 0; u < BATCH; ++u) {
-            const int item = item0 + u * WARPS;
-            if (item >= items) break;
-            const int m = item / nkb, kb = item % nkb;
-            float (&v)[4] = vb[u];
-            hadamard128_lane(v, lane);
+        rotated_items<8>(p, lane, wave, [](int) { return true; }, [&](int m, int kb, float (&v)[4]) {
             float amax = 0.f;
             #pragma unroll
-            for (int i = 0; i < 4; ++i) { v[i] *= HAD128_SCALE; amax = fmaxf(amax, fabsf(v[i])); }
+            for (int i = 0; i < 4; ++i) amax = fmaxf(amax, fabsf(v[i]));
             if (wave_any(!(amax < 32768.f))) {                    // rare: needs a row exponent
                 #pragma unroll
                 for (int s = 16; s > 0; s >>= 1) amax = fmaxf(amax, shfl_xor(amax, s));
-                if (lane == 0) atomicMax(row_exp + m, fp16_safe_exponent(amax));
-                continue;
+                if (lane == 0) atomicMax(row_exp + m, fp16_safe_exponent(amax));    // >= 1 here
+                return;
             }
             store(m, kb, v, 1.f);
-          }
-        }
+        });
         __syncthreads();
-        for (int item = wave; item < items; item += WARPS) {     // the rare rows, redone
-            const int m = item / nkb, kb = item % nkb;
-            if (row_exp[m] == 0) continue;
-            float v[4];
-            load_scaled4(p, m, k_begin + kb * 128 + 4 * lane, vec, v);
-            hadamard128_lane(v, lane);
-            store(m, kb, v, HAD128_SCALE * exp2i(-row_exp[m]));
-        }
+        rotated_items<2>(p, lane, wave, [&](int m) { return row_exp[m] != 0; }, [&](int m, int kb, float (&v)[4]) {
+            store(m, kb, v, exp2i(-row_exp[m]));                 // the rare rows, redone
+        });
         __syncthreads();
     }
 
