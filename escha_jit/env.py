@@ -9,6 +9,7 @@
 | ``ESCHA_JIT_CLANG`` | clang for the offline gfx12 route | ``clang-22`` |
 | ``ESCHA_JIT_AMD_SYSROOT`` | hipRTC's header + ROCm bitcode for that route | ``<checkout>/.ci-cache/amd`` |
 | ``ESCHA_JIT_SID_CHROOT`` | the Debian sid chroot with real hipRTC (tests, CI) | ``<checkout>/.ci-cache/sid`` |
+| ``ESCHA_JIT_NO_PDL`` | ``1``: launch the fused kernels as ordinary kernels, not as programmatic dependents (A/B timing; drivers without it) | off |
 | ``ESCHA_JIT_SKIP_AMD`` | ``1``: skip the AMD toolchain tests (they fail otherwise when it is missing) | off |
 | ``ROCM_PATH``, ``CUDA_HOME`` / ``CUDA_PATH`` | where ROCm's / CUDA's headers are, when not in the usual places | |
 """
@@ -54,6 +55,10 @@ def amd_sysroot() -> str:
 
 def sid_chroot() -> str:
     return os.path.abspath(os.environ.get("ESCHA_JIT_SID_CHROOT") or os.path.join(_CHECKOUT, ".ci-cache", "sid"))
+
+
+def no_pdl() -> bool:
+    return _flag("ESCHA_JIT_NO_PDL")
 
 
 def skip_amd() -> bool:

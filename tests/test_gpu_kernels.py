@@ -296,6 +296,41 @@ def test_fused_tile_configs(cfg, launch):
     assert rel_rms(y, ref) < 1e-3
 
 
+@pytest.mark.parametrize("M", [1, 16])
+def test_fused_pdl_chain_matches_plain_launches(M, monkeypatch):
+    """Each call's output is the next call's input and all calls share the split-K workspace and
+    the prep buffer: a programmatic dependent launch that read x or wrote anything before its
+    grid_dependency_wait would change the bits. Eager and graph-replayed, against plain launches."""
+    ws = [_layer(1024, 1024, 2.0, "mcg", 21), _layer(1024, 1024, 3.0, "mul1", 22), _layer(1024, 512, 4.0, "mcg", 23)]
+    x = torch.randn(M, 1024, device=DEV).half()
+
+    def chain(out=None):
+        y = x
+        for i, w in enumerate(ws):
+            y = F.fused_linear(y, w, out=out if i == len(ws) - 1 else None)
+        return y
+
+    monkeypatch.setenv("ESCHA_JIT_NO_PDL", "1")
+    monkeypatch.setattr(F, "_PLANS", {})
+    y_plain = chain()
+    assert not any(p.pdl for p in F._PLANS.values())
+    monkeypatch.delenv("ESCHA_JIT_NO_PDL")
+    monkeypatch.setattr(F, "_PLANS", {})
+    y_pdl = chain()
+    hopper = torch.version.hip is None and torch.cuda.get_device_capability()[0] >= 9
+    assert all(p.pdl == hopper for p in F._PLANS.values())
+    assert torch.equal(y_pdl, y_plain)
+    out = torch.empty_like(y_plain)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        chain(out)
+    for _ in range(3):
+        out.fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(out, y_plain)
+
+
 def test_fused_deterministic_and_graph_replay():
     w = _layer(4096, 512, 2.0, "mcg", 6)
     x = torch.randn(4, 4096, device=DEV).half()

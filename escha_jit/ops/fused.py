@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import threading
 from typing import Optional
 
@@ -13,6 +14,7 @@ from ..kernels.fused import (ARGS, COLS, I8_MAX_M, MAX_M, SMEM_BUDGET, FusedConf
                              swap_route)
 from ..kernels.registry import fused_fits
 from ..spec import vendor_of
+from .. import env
 from ..reference import LinearWeights
 from ..autotune.table import entry_key, tables
 from ..trellis import check_rate_codebook, tile_words
@@ -75,6 +77,7 @@ class Plan:
     layout: object
     kernel: object
     prep: object
+    pdl: bool                      # launched as programmatic dependents (NVIDIA sm_90+, see pdl_supported)
     source: str                    # "table" or "heuristic" or "explicit"
 
 
@@ -143,8 +146,20 @@ def plan_for(dev: torch.device, K: float, codebook: str, IC: int, OC: int, in_dt
     if cfg.xh:
         ps = prep.spec_for(arch, in_dt)
         pk = kernel_for(ps, dev, prep.ARGS, prep.render_extra(ps))
-    p = _PLANS[key] = Plan(cfg, launch, smem_layout(cfg, K, M, IC // launch.splits, i8), k, pk, source)
+    p = _PLANS[key] = Plan(cfg, launch, smem_layout(cfg, K, M, IC // launch.splits, i8), k, pk,
+                           pdl_supported(arch), source)
     return p
+
+
+def pdl_supported(arch: str) -> bool:
+    """Whether fused calls on ``arch`` launch their kernels as programmatic dependents: NVIDIA
+    sm_90 and later (griddepcontrol), unless ESCHA_JIT_NO_PDL=1. Each kernel then streams its
+    first weight stages while the previous kernel of the stream finishes, and waits for it
+    in-kernel before touching activations or writing anything (include/escha/fused.h)."""
+    if env.no_pdl() or vendor_of(arch) != "nvidia":
+        return False
+    digits = re.match(r"\d+", arch[3:])
+    return digits is not None and int(digits.group()) >= 90
 
 
 def fused_handles(dev: torch.device, K: float, M: int, act_quant: Optional[str] = None) -> bool:
@@ -215,7 +230,7 @@ def fused_linear(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] 
     if cfg.xh:
         xh, xh_exp = scratch.xh(dev, M, IC)
         plan.prep.launch((M,), (prep.THREADS,), (x, x.stride(0), w.rin, w.s_in, xh, xh_exp, IC, w.logical_in),
-                         stream=stream)
+                         stream=stream, pdl=plan.pdl)
     if launch.splits > 1:
         ws, cnt = scratch.get(dev, launch.splits * M * OC, groups)
     else:
@@ -224,5 +239,5 @@ def fused_linear(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] 
              (x, x.stride(0), out, out.stride(0), w.code, w.rin, w.s_in, w.rout, w.s_out, bias32,
               M, IC, OC, kr, w.logical_in, w.logical_out, ws, cnt, lay.off_tr, lay.off_red, lay.off_exp,
               xh, xh_exp),
-             smem=lay.total, stream=stream)
+             smem=lay.total, stream=stream, pdl=plan.pdl)
     return out

@@ -78,7 +78,8 @@ class Module:
 
 class VendorRuntime:
     """What both vendor runtimes share: one module per (device, cache key), loaded under a lock.
-    Subclasses provide load_binary, get_function, set_max_dynamic_smem and launch."""
+    Subclasses provide load_binary, get_function, set_max_dynamic_smem and launch (NVIDIA also
+    launch_pdl)."""
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -94,6 +95,9 @@ class VendorRuntime:
                 mod = self._modules[(idx, key)] = Module(self, handle)
             return mod
 
+    def launch_pdl(self, fn, grid, block, smem, stream, vals, types, name) -> None:
+        raise NotImplementedError(f"{name}: programmatic dependent launch is an NVIDIA sm_90 feature")
+
 
 class Kernel:
     """A loaded kernel function with its argument kinds (a list of ARG_TYPES keys)."""
@@ -105,7 +109,9 @@ class Kernel:
         self._max_smem = 0
 
     def launch(self, grid: Sequence[int], block: Sequence[int], args: Sequence[Any], smem: int = 0,
-               stream: int | None = None) -> None:
+               stream: int | None = None, pdl: bool = False) -> None:
+        """Launch on ``stream`` (default: torch's current stream). ``pdl``: as a programmatic
+        dependent launch (NVIDIA sm_90; the kernel must call grid_dependency_wait, platform_cuda.h)."""
         if len(args) != len(self.arg_kinds):
             raise TypeError(f"{self.name} takes {len(self.arg_kinds)} arguments, got {len(args)}")
         if smem > 48 * 1024 and smem > self._max_smem:
@@ -116,4 +122,7 @@ class Kernel:
         vals = tuple(arg_value(k, a) for k, a in zip(self.arg_kinds, args))
         g = tuple(grid) + (1,) * (3 - len(grid))
         b = tuple(block) + (1,) * (3 - len(block))
-        self.runtime.launch(self.handle, g, b, smem, stream, vals, self._ctypes, self.name)
+        if pdl:
+            self.runtime.launch_pdl(self.handle, g, b, smem, stream, vals, self._ctypes, self.name)
+        else:
+            self.runtime.launch(self.handle, g, b, smem, stream, vals, self._ctypes, self.name)

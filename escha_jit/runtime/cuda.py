@@ -48,3 +48,20 @@ class CudaRuntime(VendorRuntime):
         check(self.drv.cuLaunchKernel(fn, grid[0], grid[1], grid[2], block[0], block[1], block[2], smem, stream,
                                       (vals, types), 0),
               f"launching {name} (grid {grid}, block {block}, smem {smem})")
+
+    def launch_pdl(self, fn, grid, block, smem, stream, vals, types, name) -> None:
+        """cuLaunchKernelEx with programmatic stream serialization: the kernel may begin before the
+        previous kernel of the stream has finished (it waits in-kernel with griddepcontrol.wait)."""
+        d = self.drv
+        attr = d.CUlaunchAttribute()
+        attr.id = d.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+        attr.value.programmaticStreamSerializationAllowed = 1
+        cfg = d.CUlaunchConfig()
+        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
+        cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block
+        cfg.sharedMemBytes = smem
+        cfg.hStream = stream
+        cfg.attrs = [attr]
+        cfg.numAttrs = 1
+        check(d.cuLaunchKernelEx(cfg, fn, (vals, types), 0),
+              f"launching {name} (grid {grid}, block {block}, smem {smem}, programmatic dependent)")

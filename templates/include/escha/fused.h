@@ -151,23 +151,24 @@ struct FusedLinear {
         };
         if (threadIdx.x < 8) reinterpret_cast<u32*>(zero16)[threadIdx.x] = 0u;
         if (threadIdx.x == 4) flag[1] = (int)0x8FFF8FFFu;   // the codebook mask, read back below
+        #pragma unroll
+        for (int s = 0; s < STAGES - 1; ++s) {               // start streaming the weights at once
+            if (s < steps) load_step(s);
+            async_commit();
+        }
+        // Launched as a programmatic dependent (NVIDIA): the weights above may stream while the
+        // previous kernel finishes; x / xh and every global write (y, workspace, counters) wait.
+        grid_dependency_wait();
         if constexpr (XH) {
-            // ---- the A operand was precomputed (prep kernel): copy its rows' K range, async
+            // ---- the A operand was precomputed (prep kernel): copy its rows' K range
             const int pieces_row = p.k_split / 8;              // 16-byte pieces per row
             for (int c = threadIdx.x; c < p.M * pieces_row; c += blockDim.x) {
                 const int m = c / pieces_row, o = c % pieces_row;
                 async_copy16(smem_addr(xs + m * xs_ld + 8 * o), p.xh + (long long)m * p.IC + k_begin + 8 * o);
             }
-            async_commit();                                     // group 0: A operand
-            for (int t = threadIdx.x; t < MP; t += blockDim.x) row_exp[t] = t < p.M ? p.xh_exp[t] : 0;
-        }
-        #pragma unroll
-        for (int s = 0; s < STAGES - 1; ++s) {               // start streaming before the prologue
-            if (s < steps) load_step(s);
             async_commit();
-        }
-        if constexpr (XH) {
-            async_wait<STAGES - 1>();                           // group 0 has landed
+            for (int t = threadIdx.x; t < MP; t += blockDim.x) row_exp[t] = t < p.M ? p.xh_exp[t] : 0;
+            async_wait<0>();                                    // the A operand (and the first stages) landed
             __syncthreads();
         } else if constexpr (I8) {
             quantize_x(p, xq, xq_ld, q_scale, q_off, lane, wave);

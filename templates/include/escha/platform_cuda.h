@@ -130,3 +130,16 @@ ESCHA_DEVICE f32x4 load_coherent(const f32x4* p) {
     return f32x4{v.x, v.y, v.z, v.w};
 }
 }  // namespace escha
+
+// ---- programmatic dependent launch (sm_90; host: launches with the programmatic stream
+// serialization attribute, ops/fused.py). A kernel so launched may start while the previous
+// kernel of the stream is still running: it must call grid_dependency_wait() before it reads
+// anything an earlier kernel wrote or writes anything an earlier kernel reads. Before that, only
+// constant data (the layer's weights) may be touched. Without the attribute it is a no-op.
+namespace escha {
+ESCHA_DEVICE void grid_dependency_wait() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+}  // namespace escha

@@ -111,6 +111,9 @@ ESCHA_DEVICE u32 lane_gather(u32 v, int src) { return (u32)__builtin_amdgcn_ds_b
 // Memory latency is hidden by other resident waves, not by the stage pipeline of fused.h.
 constexpr bool HAS_ASYNC_COPY = false;
 
+// No programmatic dependent launch on AMD: kernels start after the previous one has ended.
+ESCHA_DEVICE void grid_dependency_wait() {}
+
 // What a kernel can do instead (docs/AMD_ESTIMATE.md, docs/amd_fused_h.diff): issue the 16-byte
 // loads of a future trellis stage into VGPRs early, store them to LDS later, so the memory latency
 // overlaps work instead of stalling the wave at the copy. Non-temporal: streamed once.
