@@ -41,7 +41,8 @@ class FusedConfig:
     min_blocks: int = 2       # __launch_bounds__ blocks per SM: caps registers at 65536 / (threads * this)
     xh: int = 0               # 1: the A operand comes precomputed from the prep kernel (one more launch,
                               #    but the input Hadamard is done once, not once per column group)
-    diag: int = 0             # timing studies only: 1 no decode, 2 no matrix unit, 3 no x prologue
+    diag: int = 0             # timing studies only: 1 no decode, 2 no matrix unit, 3 no x prologue,
+                              # 4 per-block phase timestamps (benchmarks/trace_fused.py)
     dot: int = 0              # int8 route, M = 1 only: products on the integer dot unit (IDP4A /
                               # v_dot4_i32_iu8) instead of the matrix unit (the gfx12 default there)
     swap: int = 0             # NVIDIA, LCG codebooks, M <= 16: the swapped fp16 route (weights as the

@@ -17,7 +17,9 @@
 //
 // Vendor-specific parts come from the platform headers: the matrix unit (mu::), async copies,
 // shuffles, coherent loads. ESCHA_FUSED_DIAG (0 = off) removes one stage for timing studies:
-// 1 = no decode (B = raw words), 2 = no matrix-unit ops, 3 = no x prologue.
+// 1 = no decode (B = raw words), 2 = no matrix-unit ops, 3 = no x prologue; 4 removes nothing
+// but records per-block phase timestamps (%globaltimer, ns) in the module global escha_trace
+// (benchmarks/trace_fused.py reads them).
 #pragma once
 #include "escha/platform.h"
 #include "escha/hadamard.h"
@@ -34,7 +36,26 @@
 #define ESCHA_AMD_STAGED_COPY 0
 #endif
 
+#if ESCHA_FUSED_DIAG == 4
+extern "C" __device__ unsigned long long escha_trace[1 << 16];     // unmangled: the host looks it up
+#endif
+
 namespace escha {
+
+#if ESCHA_FUSED_DIAG == 4
+constexpr int TRACE_POINTS = 8;
+ESCHA_DEVICE void trace_point(int i) {
+    if (threadIdx.x == 0) {
+        const int b = blockIdx.y * gridDim.x + blockIdx.x;
+        unsigned long long t;
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+        if ((b + 1) * TRACE_POINTS <= (1 << 16)) escha_trace[b * TRACE_POINTS + i] = t;
+    }
+}
+#define ESCHA_TRACE(i) trace_point(i)
+#else
+#define ESCHA_TRACE(i)
+#endif
 
 template <int K2, int CB, typename in_t, typename out_t, int WARPS, int MT, int RB, int STAGES, int TR_BYTES,
           bool XH, bool I8 = false, bool DOT = false, bool SW = false>
@@ -78,6 +99,7 @@ struct FusedLinear {
     };
 
     ESCHA_DEVICE static void run(const Args& p, unsigned char* smem) {
+        ESCHA_TRACE(0);                                      // block start
         const int lane = threadIdx.x % ESCHA_WAVE, wave = threadIdx.x / ESCHA_WAVE;
         const int g = blockIdx.x, split = blockIdx.y;
         const int xs_ld = p.k_split + 8;                            // halves; rows 16-byte aligned
@@ -159,6 +181,7 @@ struct FusedLinear {
         // Launched as a programmatic dependent (NVIDIA): the weights above may stream while the
         // previous kernel finishes; x / xh and every global write (y, workspace, counters) wait.
         grid_dependency_wait();
+        ESCHA_TRACE(1);                                      // the previous kernel has finished
         if constexpr (XH) {
             // ---- the A operand was precomputed (prep kernel): copy its rows' K range
             const int pieces_row = p.k_split / 8;              // 16-byte pieces per row
@@ -189,6 +212,7 @@ struct FusedLinear {
             });
         }
 
+        ESCHA_TRACE(2);                                      // A operand ready
         float acc[MT][TPW][mu::ACC];
         #pragma unroll
         for (int a = 0; a < MT; ++a)
@@ -287,6 +311,7 @@ struct FusedLinear {
         }   // not I8
         async_wait<0>();
         __syncthreads();
+        ESCHA_TRACE(3);                                      // main loop done (all waves)
 
         // ---- epilogue, 16 rows (one m tile) at a time through shared memory [16][COLS]
         const int S = gridDim.y;
@@ -317,11 +342,13 @@ struct FusedLinear {
             }
             __syncthreads();
         }
+        ESCHA_TRACE(4);                                      // partials written (or y, S = 1)
         if (S == 1) return;
         __threadfence();
         __syncthreads();
         if (threadIdx.x == 0) *flag = atomicAdd(p.counters + g, 1) == S - 1;
         __syncthreads();
+        ESCHA_TRACE(5);                                      // counter bumped
         if (!*flag) return;                                 // not the last block of this column group
         __threadfence();
         for (int m0 = 0; m0 < p.M; m0 += 16) {
@@ -341,6 +368,7 @@ struct FusedLinear {
             __syncthreads();
         }
         if (threadIdx.x == 0) p.counters[g] = 0;            // ready for the next call
+        ESCHA_TRACE(6);                                      // last block: y written
     }
 
     // ---- int8 route
