@@ -344,13 +344,15 @@ struct FusedLinear {
         }
         ESCHA_TRACE(4);                                      // partials written (or y, S = 1)
         if (S == 1) return;
-        __threadfence();
+        // publish this block's partial, count it; the last block to count sees every partial
+        // (platform headers: release / acquire around one atomic, in the vendor's cheapest form)
+        partials_release();
         __syncthreads();
-        if (threadIdx.x == 0) *flag = atomicAdd(p.counters + g, 1) == S - 1;
+        if (threadIdx.x == 0) *flag = atomic_add_acq_rel(p.counters + g, 1) == S - 1;
         __syncthreads();
         ESCHA_TRACE(5);                                      // counter bumped
         if (!*flag) return;                                 // not the last block of this column group
-        __threadfence();
+        partials_acquire();
         for (int m0 = 0; m0 < p.M; m0 += 16) {
             for (int t = threadIdx.x; t < 16 * COLS / 4; t += blockDim.x) {
                 const int r = t / (COLS / 4), c = 4 * (t % (COLS / 4)), m = m0 + r;

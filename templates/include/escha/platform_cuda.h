@@ -124,7 +124,20 @@ ESCHA_DEVICE void mma_16832_u8s8(int (&c)[4], const u32 (&a)[4], u32 b0, u32 b1)
 }  // namespace escha
 
 namespace escha {
-// A load that sees other blocks' writes made visible by __threadfence + atomics (L2, not L1).
+// Split-K publication: every thread's partial stores, a block barrier, then thread 0's acq_rel
+// increment of the column group's counter (release is cumulative over what the barrier ordered
+// before it); the block that reads S - 1 has acquired every other block's partials, and its
+// threads read them after a barrier with loads that bypass L1 (load_coherent). No full fences:
+// the per-thread hooks are empty here.
+ESCHA_DEVICE void partials_release() {}
+ESCHA_DEVICE void partials_acquire() {}
+// *p += v at GPU scope with acquire-release semantics; returns the old value.
+ESCHA_DEVICE int atomic_add_acq_rel(int* p, int v) {
+    int old;
+    asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], %2;\n" : "=r"(old) : "l"(p), "r"(v) : "memory");
+    return old;
+}
+// A load that sees other blocks' writes made visible by a release / acquire pair (L2, not L1).
 ESCHA_DEVICE f32x4 load_coherent(const f32x4* p) {
     const float4 v = __ldcg(reinterpret_cast<const float4*>(p));
     return f32x4{v.x, v.y, v.z, v.w};

@@ -67,7 +67,14 @@ ESCHA_DEVICE u32 dot4_u8(u32 a, u32 b, u32 c) { return __builtin_amdgcn_udot4(a,
 // v_dot4_i32_iu8: c + sum of (signed byte of a) * (unsigned byte of b), no clamping.
 ESCHA_DEVICE int dot4_s8u8(u32 a, u32 b, int c) { return __builtin_amdgcn_sudot4(true, (int)a, false, (int)b, c, false); }
 
-// A load that sees other blocks' writes made visible by __threadfence + atomics (device scope).
+// Split-K publication on gfx12: each wave's stores are released by that wave (a device-scope
+// fence in every thread, then the barrier and one atomic), and the last block fences again before
+// reading (the pattern HIP documents for __threadfence; kept as it was, not measured here).
+ESCHA_DEVICE void partials_release() { __threadfence(); }
+ESCHA_DEVICE void partials_acquire() { __threadfence(); }
+ESCHA_DEVICE int atomic_add_acq_rel(int* p, int v) { return atomicAdd(p, v); }
+
+// A load that sees other blocks' writes made visible by the fences + atomic above (device scope).
 ESCHA_DEVICE f32x4 load_coherent(const f32x4* p) {
     const float* f = reinterpret_cast<const float*>(p);
     f32x4 r;
