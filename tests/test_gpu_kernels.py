@@ -266,12 +266,35 @@ def test_fused_padded_dims_and_bias():
     _check_linear(fused_default, 3.0, "mul1", 3, torch.float16, IC=200, OC=300, bias=True, escha=False)
 
 
-def test_fused_large_activations_bf16_no_overflow():
-    w = _layer(512, 256, 2.0, "mcg", 3)
-    x = (torch.randn(4, 512, device=DEV) * 3e5).to(torch.bfloat16)     # beyond fp16's range
-    y = F.fused_linear(x, w)
+@pytest.mark.parametrize("cb", ["mcg", "mul1"])
+@pytest.mark.parametrize("M", [4, 12])
+def test_fused_large_activations_bf16_no_overflow(cb, M):
+    w = _layer(512, 256, 2.0, cb, 3)
+    x = torch.randn(M, 512, device=DEV)
+    x[1] *= 3e5                                                        # one row beyond fp16's range
+    x = x.to(torch.bfloat16)
+    y = F.fused_linear(x, w, cfg=F.FusedConfig(warps=4, m_tiles=1, rows_per_stage=8, stages=3))
     ref = x.double().cpu() @ R.dense_weight(w.to("cpu"))
     assert torch.isfinite(y.float()).all() and rel_rms(y, ref) < TOL[torch.bfloat16]
+    assert rel_rms(y[1:2], ref[1:2]) < TOL[torch.bfloat16]
+
+
+@pytest.mark.parametrize("K,cb", [(2.0, "mcg"), (3.0, "3inst"), (2.0, "mul1"), (3.5, "mul1"), (6.0, "mul1")])
+@pytest.mark.parametrize("M", [1, 3, 8, 9, 16])
+def test_fused_swapped_route(K, cb, M):
+    """NVIDIA, M <= 16 with the in-kernel prologue: the swapped fp16 route (weights as the unit's
+    16-row operand; mul1 through its {1024 + B, -1534} words and the epilogue's affine map),
+    split-K included."""
+    w = _layer(2048, 384, K, cb, 12)
+    x = torch.randn(M, 2048, device=DEV).half()
+    cfg = F.FusedConfig(warps=4, m_tiles=1, rows_per_stage=8, stages=3)
+    for S in (1, 4):
+        F._PLANS.clear()
+        y = F.fused_linear(x, w, cfg=cfg, launch=F.FusedLaunch(S))
+        if torch.version.hip is None:
+            assert all(p.cfg.swap == 1 for p in F._PLANS.values())
+        ref = x.double().cpu() @ R.dense_weight(w.to("cpu"))
+        assert rel_rms(y, ref) < 1e-3, (K, cb, M, S, rel_rms(y, ref))
 
 
 def test_fused_writes_into_column_slice():

@@ -45,8 +45,8 @@ class FusedConfig:
                               # 4 per-block phase timestamps (benchmarks/trace_fused.py)
     dot: int = 0              # int8 route, M = 1 only: products on the integer dot unit (IDP4A /
                               # v_dot4_i32_iu8) instead of the matrix unit (the gfx12 default there)
-    swap: int = 0             # NVIDIA, LCG codebooks, M <= 16: the swapped fp16 route (weights as the
-                              # 16-row operand, both codebook halves fed to the unit); see swap_route
+    swap: int = 0             # NVIDIA, M <= 16: the swapped fp16 route (weights as the 16-row operand,
+                              # two fp16 halves per weight fed to the unit); see swap_route
 
     def tile(self) -> dict:
         d = dataclasses.asdict(self)
@@ -76,7 +76,8 @@ def _align(n: int, a: int = 16) -> int:
 
 def smem_layout(cfg: FusedConfig, K: float, M: int, kr: int, i8: bool = False) -> SmemLayout:
     """Bytes of dynamic shared memory: A operand [M][kr + 8] fp16 (int8 route: [M][kr + 16] u32
-    words, then two fp32 [16*m_tiles][kr/128] dequantisation tables), one trellis ring per wave
+    words, then two fp32 [16*m_tiles][kr/128] dequantisation tables; swapped route: [M][kr + 16]
+    u32 half2 words, then one fp32 [16*m_tiles][kr/128] table of x sums), one trellis ring per wave
     [stages][rows_per_stage][8/warps tiles][W32] u32 (all waves: stages*rows*8*W32 words), one m
     tile of partial sums [16][132] fp32, per-row exponents [16*m_tiles] + flag, 32 zero bytes."""
     mp = 16 * cfg.m_tiles
@@ -84,7 +85,7 @@ def smem_layout(cfg: FusedConfig, K: float, M: int, kr: int, i8: bool = False) -
     if i8:
         xs = _align(M * (kr + 16) * 4) + _align(2 * mp * (kr // 128) * 4)
     elif cfg.swap:
-        xs = _align(M * (kr + 16) * 4)                     # half2 {x, x} words
+        xs = _align(M * (kr + 16) * 4) + _align(mp * (kr // 128) * 4)   # half2 {x, x} words, mul1's x sums
     else:
         xs = _align(M * (kr + 8) * 2)
     tr = cfg.stages * cfg.rows_per_stage * 8 * w32 * 4     # warps x private rings of (8/warps) tile columns
@@ -109,14 +110,14 @@ def spec_for(arch: str, K: float, codebook: str, in_dtype: str, out_dtype: str, 
     if cfg.dot and act_quant != "int8":
         raise ValueError(f"config {cfg}: dot=1 is a variant of the int8-activation kernels (act_quant='int8')")
     if cfg.swap and not swap_allowed(cfg, vendor_of(arch), codebook, act_quant):
-        raise ValueError(f"config {cfg}: swap=1 needs NVIDIA, an LCG codebook ({SWAP_CODEBOOKS}), one m tile, "
+        raise ValueError(f"config {cfg}: swap=1 needs NVIDIA, a codebook in {SWAP_CODEBOOKS}, one m tile, "
                          f"xh=0 and fp16/bf16 activations; got {arch}, {codebook}, act_quant={act_quant}")
     op = "fused_i8" if act_quant == "int8" else "fused"
     return KernelSpec.make(op, arch, K=K, codebook=codebook, in_dtype=in_dtype, out_dtype=out_dtype,
                            tile=cfg.tile())
 
 
-SWAP_CODEBOOKS = ("mcg", "3inst")
+SWAP_CODEBOOKS = ("mcg", "3inst", "mul1")
 SWAP_MAX_M = 16
 
 
@@ -126,10 +127,12 @@ def swap_allowed(cfg: FusedConfig, vendor: str, codebook: str, act_quant: Option
 
 
 def swap_route(cfg: FusedConfig, vendor: str, codebook: str, M: int, act_quant: Optional[str] = None) -> FusedConfig:
-    """The configuration a call runs: on NVIDIA, LCG codebooks (mcg, 3INST) at M <= 16 with the in-
-    kernel prologue take the swapped fp16 route (include/escha/matunit_mma.h, mma_sw): the decoded
-    word's two fp16 halves go to the unit as they are (no PRMT / HADD2 per weight), the weights fill
-    the unit's 16-row side and the tokens its n8 side. Everything else keeps ``cfg``."""
+    """The configuration a call runs: on NVIDIA, calls with M <= 16 and the in-kernel prologue take
+    the swapped fp16 route (include/escha/matunit_mma.h, mma_sw): each weight is a 32-bit word of
+    two fp16 halves that the unit sums in fp32 against the token's half2 {x, x} (LCG codebooks: the
+    codebook's own halves, no PRMT / HADD2 per weight; mul1: {1024 + B, -1534} from one IDP4A, the
+    affine map to the weight applied once in the epilogue, no PRMT / HFMA2), the weights fill the
+    unit's 16-row side and the tokens its n8 side. Everything else keeps ``cfg``."""
     want = int(M <= SWAP_MAX_M and swap_allowed(cfg, vendor, codebook, act_quant))
     return cfg if cfg.swap == want else dataclasses.replace(cfg, swap=want)
 

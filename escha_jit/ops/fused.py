@@ -155,7 +155,11 @@ def pdl_supported(arch: str) -> bool:
     """Whether fused calls on ``arch`` launch their kernels as programmatic dependents: NVIDIA
     sm_90 and later (griddepcontrol), unless ESCHA_JIT_NO_PDL=1. Each kernel then streams its
     first weight stages while the previous kernel of the stream finishes, and waits for it
-    in-kernel before touching activations or writing anything (include/escha/fused.h)."""
+    in-kernel before touching activations or writing anything (include/escha/fused.h).
+
+    Consequence: a layer's trellis ``code`` must not be written by the kernel that runs right
+    before one of its calls on the same stream (weights are constants in inference; after an
+    in-place weight update, synchronize the stream first or set ESCHA_JIT_NO_PDL=1)."""
     if env.no_pdl() or vendor_of(arch) != "nvidia":
         return False
     digits = re.match(r"\d+", arch[3:])

@@ -47,6 +47,14 @@ ESCHA_DEVICE u32 mul1_bits(u32 s) {
 constexpr float MUL1_SCALE = 1774.f / 262144.f;
 constexpr float MUL1_OFFSET = 905216.f / 262144.f;      // 3.453125
 
+// The swapped fp16 route's mul1 word (matunit_mma.h mma_sw): halves {lo, hi} = {1024 + B, -1534}
+// from one IDP4A (B <= 1020: no carry into hi), so lo + hi = B - 510 exactly and the weight is
+// MUL1_SCALE * (lo + hi) - MUL1_SWAP_OFFSET (MUL1_SWAP_OFFSET = 3.453125 - 510 * MUL1_SCALE = 476 / 2^18;
+// the unit sums the halves in fp32, so the weight is not rounded to fp16 first: <= half an ulp).
+constexpr u32 MUL1_SWAP_BIAS = 0xE5FE6400u;           // {fp16 -1534, fp16 1024}
+constexpr float MUL1_SWAP_OFFSET = 476.f / 262144.f;
+ESCHA_DEVICE u32 mul1_swap_word(u32 s) { return dot4_u8(mul1_hash(s), 0x01010101u, MUL1_SWAP_BIAS); }
+
 // Two states -> two decoded values (a.lo = value of s0, a.hi = value of s1).
 template <int CB>
 ESCHA_DEVICE half2_t decode2(u32 s0, u32 s1, u32 mask = 0x8FFF8FFFu) {

@@ -77,8 +77,8 @@ struct FusedLinear {
     // so tokens 8..15 are never computed (main_loop_words<false>); gfx12's unit always takes 16.
     static_assert(!I8 || MT == 1, "the int8 route takes one m tile (M <= 8)");
     static_assert(!DOT || I8, "the dot route is the int8 route's M = 1 variant");
-    // The swapped fp16 route (matunit_mma.h mma_sw): LCG codebooks, M <= 16, own prologue, NVIDIA.
-    static_assert(!SW || (!I8 && !XH && MT == 1 && CB != CB_MUL1), "swap: LCG codebook, one m tile, no prep");
+    // The swapped fp16 route (matunit_mma.h mma_sw): M <= 16, own prologue, NVIDIA.
+    static_assert(!SW || (!I8 && !XH && MT == 1), "swap: one m tile, own prologue");
 #if !defined(ESCHA_NVIDIA)
     static_assert(!SW, "the swapped route is NVIDIA's (gfx12's WMMA would take 2 instructions per tile)");
 #endif
@@ -110,7 +110,8 @@ struct FusedLinear {
         int* flag = row_exp + MP;
         half_t* zero16 = reinterpret_cast<half_t*>(flag + 4);       // 32 bytes of zeros: rows >= M
         // int8 route: x words [M][KR + 16] (one token value replicated in 4 bytes, mu::i8_slot order
-        // per 16-k slab), then per (row, 128-block) the dequantisation factor and offset [MP][KR/128]
+        // per 16-k slab), then per (row, 128-block) the dequantisation factor and offset [MP][KR/128];
+        // swapped route: half2 {x, x} words [M][KR + 16], then (mul1) per (row, 128-block) sums of x
         u32* xq = reinterpret_cast<u32*>(smem);
         const int xq_ld = p.k_split + 16;                           // words; 16 mod 32: no bank conflicts
         const int nkb = p.k_split / 128;
@@ -196,15 +197,31 @@ struct FusedLinear {
         } else if constexpr (I8) {
             quantize_x(p, xq, xq_ld, q_scale, q_off, lane, wave);
         } else if constexpr (SW) {
-            // the swapped route's A side: half2 {x, x} words in mu::i8_slot order
+            // the swapped route's A side: half2 {x, x} words in mu::i8_slot order; mul1 also keeps
+            // the sum of each (row, 128-block) of x as stored (its weights are affine in the unit's sums)
             prologue_f16(p, row_exp, lane, wave, [&](int m, int kb, const float (&v)[4], float scale) {
+                float sum = 0.f;
                 #pragma unroll
                 for (int i = 0; i < 4; ++i) {
                     const int k = kb * 128 + 4 * lane + i;
-                    xq[m * xq_ld + (k & ~15) + mu::i8_slot(k & 15)] =
-                        (u32)bit_cast<u16>(float_to_half(v[i] * scale)) * 0x00010001u;
+                    const half_t h = float_to_half(v[i] * scale);
+                    sum += half_to_float(h);
+                    xq[m * xq_ld + (k & ~15) + mu::i8_slot(k & 15)] = (u32)bit_cast<u16>(h) * 0x00010001u;
+                }
+                if constexpr (CB == CB_MUL1) {
+                    #pragma unroll
+                    for (int s = 16; s > 0; s >>= 1) sum += shfl_xor(sum, s);
+                    if (lane == 0) q_scale[m * nkb + kb] = sum;
                 }
             });
+            if constexpr (CB == CB_MUL1) {
+                for (int m = threadIdx.x; m < p.M; m += blockDim.x) {    // fixed order: deterministic
+                    float o = 0.f;
+                    for (int kb = 0; kb < nkb; ++kb) o += q_scale[m * nkb + kb];
+                    q_scale[m * nkb] = o;
+                }
+                __syncthreads();
+            }
         } else {
             // ---- prologue: the block's K range of x -> scaled, Hadamard-rotated fp16 A operand
             prologue_f16(p, row_exp, lane, wave, [&](int m, int kb, const float (&v)[4], float scale) {
@@ -326,7 +343,7 @@ struct FusedLinear {
             if constexpr (I8)
                 stage_rows_i8(red, acc[a], q_off + 16 * a * nkb, nkb, lane, wave);
             else if constexpr (SW)
-                stage_rows_sw(red, acc[a], row_exp + 16 * a, lane, wave);
+                stage_rows_sw(red, acc[a], row_exp + 16 * a, q_scale + 16 * a * nkb, nkb, lane, wave);
             else
                 stage_rows(red, acc[a], row_exp + 16 * a, lane, wave);
             __syncthreads();
@@ -419,7 +436,7 @@ struct FusedLinear {
     // Main loop of the int8 route: per tile row, decode TPW tiles to hashes and run the s8 x u8
     // unit into int32 sums; every 128 input features (8 tile rows) fold the sums into fp32 with
     // the block's dequantisation factor of the row (|sum| <= 128 * 1020 * 127 < 2^24: exact).
-    // (With SW the same loop runs the swapped fp16 route: LCG words instead of hashes, the f16
+    // (With SW the same loop runs the swapped fp16 route: two-half words instead of hashes, the f16
     // unit straight into the fp32 accumulators, no folding.)
     template <bool G1, typename Dec, typename PD, typename PS, typename LW>
     ESCHA_DEVICE static void main_loop_words(const Args& p, float (&acc)[MT][TPW][mu::ACC], const u32* xq, int xq_ld,
@@ -482,7 +499,7 @@ struct FusedLinear {
                     #pragma unroll
                     for (int q = 0; q < NW; ++q) w[q] = lds32(lane_words[q] + slot + 4 * (r * TPW + b) * W32);
                     if constexpr (SW)
-                        dec.template lcg_words<CB>(bf[b].w, w, mask);
+                        dec.template swap_words<CB>(bf[b].w, w, mask);
                     else
                         dec.hashes(bf[b].w, w);
                 }
@@ -611,15 +628,18 @@ struct FusedLinear {
         __syncthreads();
     }
 
-    // One m tile of the swapped route's accumulators (times 2^row_exp) -> shared [16][COLS].
+    // One m tile of the swapped route's accumulators (times 2^row_exp) -> shared [16][COLS]. mul1:
+    // the unit summed (lo + hi) * x = (B - 510) * x, so the partial is MUL1_SCALE * acc minus
+    // MUL1_SWAP_OFFSET times the row's sum of x over this block's K range (xsum[r * nkb]).
     ESCHA_DEVICE static void stage_rows_sw(float* red, const float (&acc)[TPW][mu::ACC], const int* exps,
-                                           int lane, int wave) {
+                                           const float* xsum, int nkb, int lane, int wave) {
         #pragma unroll
         for (int b = 0; b < TPW; ++b)
             #pragma unroll
             for (int i = 0; i < mu::ACC; ++i) {
                 const int r = mu::i8_acc_row(lane, i);
-                red[r * RED_LD + (wave * TPW + b) * 16 + mu::i8_acc_col(lane, i)] = acc[b][i] * exp2i(exps[r]);
+                const float v = CB == CB_MUL1 ? acc[b][i] * MUL1_SCALE - MUL1_SWAP_OFFSET * xsum[r * nkb] : acc[b][i];
+                red[r * RED_LD + (wave * TPW + b) * 16 + mu::i8_acc_col(lane, i)] = v * exp2i(exps[r]);
             }
     }
 

@@ -42,14 +42,15 @@ struct Decoder {
     template <int CB>
     ESCHA_DEVICE void decode(BFrag& b, const u32 (&w)[NW], u32 mask) const { decode_lane<K2, CB>(w, ls, b.h, mask); }
 
-    // The LCG codebooks' two-half words y = (s*a (+b) & mask) ^ 0x3B603B60 of this lane's 8
-    // positions (the swapped fp16 route's operand: the unit sums both halves exactly).
+    // The swapped fp16 route's operand: two-half words of this lane's 8 positions whose halves
+    // sum (exactly, in the unit) to the weight (LCG codebooks: y = (s*a (+b) & mask) ^ 0x3B603B60)
+    // or to an affine image of it (mul1: codebook.h mul1_swap_word).
     template <int CB>
-    ESCHA_DEVICE void lcg_words(u32 (&y)[8], const u32 (&w)[NW], u32 mask) const {
+    ESCHA_DEVICE void swap_words(u32 (&y)[8], const u32 (&w)[NW], u32 mask) const {
         u32 s[8];
-        ls.template states<true>(w, s);
+        ls.template states<CB != CB_MUL1>(w, s);
         #pragma unroll
-        for (int j = 0; j < 8; ++j) y[j] = lcg_bits<CB>(s[j], mask);
+        for (int j = 0; j < 8; ++j) y[j] = CB == CB_MUL1 ? mul1_swap_word(s[j]) : lcg_bits<CB>(s[j], mask);
     }
 
     // The mul1 hashes of this lane's 8 positions (the int8 route's B operand).
