@@ -10,13 +10,20 @@
 // scaled, Hadamard-rotated fp16 A operand in shared memory (one barrier), and then each wave
 // decodes its tiles straight into matrix-unit B fragments and accumulates MT m16 tiles of
 // output in fp32 with no further block barrier until the epilogue.
+// Routes (compile-time): the fp16 route above (XH: the A operand precomputed once per call by
+// the prep kernel instead); the swapped fp16 route (SW, NVIDIA, M <= 16: weights as the unit's
+// 16-row operand, one 32-bit word of two fp16 halves per weight against the token's {x, x}); the
+// opt-in int8 route (I8, mul1: hash bytes x int8 tokens, DOT: on the dot unit at M = 1).
+// On NVIDIA sm_90 the kernel is a programmatic dependent: it streams its first weight stages,
+// then waits for the previous kernel (grid_dependency_wait) before touching x or writing.
 // Split K without grid-wide barriers: with S > 1 every block writes its fp32 partial to a
-// workspace and bumps a per-column-group counter; the last block to arrive sums the S partials
-// in a fixed order (deterministic), applies the output Hadamard and scales, and resets the
-// counter to zero for the next call (so CUDA-graph replays need no memset).
+// workspace and bumps a per-column-group counter (release / acquire: platform partials_*); the
+// last block to arrive sums the S partials in a fixed order (deterministic), applies the output
+// Hadamard and scales, and resets the counter to zero for the next call (so CUDA-graph replays
+// need no memset).
 //
 // Vendor-specific parts come from the platform headers: the matrix unit (mu::), async copies,
-// shuffles, coherent loads. ESCHA_FUSED_DIAG (0 = off) removes one stage for timing studies:
+// shuffles, coherent loads, fences, the dependent-launch wait. ESCHA_FUSED_DIAG (0 = off) removes one stage for timing studies:
 // 1 = no decode (B = raw words), 2 = no matrix-unit ops, 3 = no x prologue; 4 removes nothing
 // but records per-block phase timestamps (%globaltimer, ns) in the module global escha_trace
 // (benchmarks/trace_fused.py reads them).
