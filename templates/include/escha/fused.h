@@ -64,6 +64,15 @@ ESCHA_DEVICE void trace_point(int i) {
 #define ESCHA_TRACE(i)
 #endif
 
+// Every element of a (nested) register array set to v, fully unrolled.
+template <typename T>
+ESCHA_DEVICE void fill(T& x, T v) { x = v; }
+template <typename E, int N, typename T>
+ESCHA_DEVICE void fill(E (&x)[N], T v) {
+    #pragma unroll
+    for (int i = 0; i < N; ++i) fill(x[i], v);
+}
+
 template <int K2, int CB, typename in_t, typename out_t, int WARPS, int MT, int RB, int STAGES, int TR_BYTES,
           bool XH, bool I8 = false, bool DOT = false, bool SW = false>
 struct FusedLinear {
@@ -238,12 +247,7 @@ struct FusedLinear {
 
         ESCHA_TRACE(2);                                      // A operand ready
         float acc[MT][TPW][mu::ACC];
-        #pragma unroll
-        for (int a = 0; a < MT; ++a)
-            #pragma unroll
-            for (int b = 0; b < TPW; ++b)
-                #pragma unroll
-                for (int i = 0; i < mu::ACC; ++i) acc[a][b][i] = 0.f;
+        fill(acc, 0.f);
         if constexpr (WORDS) {
             const u32 mask = reinterpret_cast<const u32*>(flag)[1];
             // tokens 8..15 (the second n8 group of the swapped unit) only where they exist:
@@ -468,21 +472,13 @@ struct FusedLinear {
             for (int i = 0; i < mu::ACC; ++i) sc_row[a][i] = I8 ? q_scale + (16 * a + mu::i8_acc_row(lane, i)) * nkb : nullptr;
         }
         int iacc[MT][TPW][mu::ACC];
-        #pragma unroll
-        for (int a = 0; a < MT; ++a)
-            #pragma unroll
-            for (int b = 0; b < TPW; ++b)
-                #pragma unroll
-                for (int i = 0; i < mu::ACC; ++i) iacc[a][b][i] = 0;
+        fill(iacc, 0);
         // dot route (M = 1): token 0's words for every lane, per-column integer partial sums
         u32 x0_addr[2];
         #pragma unroll
         for (int part = 0; part < 2; ++part) x0_addr[part] = smem_addr(xq + mu::i8_x_word(lane, part));
         int dpart[TPW][mu::I8_DOT_COLS];
-        #pragma unroll
-        for (int b = 0; b < TPW; ++b)
-            #pragma unroll
-            for (int c = 0; c < mu::I8_DOT_COLS; ++c) dpart[b][c] = 0;
+        fill(dpart, 0);
         auto load_step = [&](int step) {
             const u32 slot_bytes = 4u * (u32)((step % STAGES) * SLOT_WORDS);
             const u32* src = src0 + step * step_stride;
