@@ -268,12 +268,13 @@ def test_fused_padded_dims_and_bias():
 
 @pytest.mark.parametrize("cb", ["mcg", "mul1"])
 @pytest.mark.parametrize("M", [4, 12])
-def test_fused_large_activations_bf16_no_overflow(cb, M):
+@pytest.mark.parametrize("xh", [0, 1])
+def test_fused_large_activations_bf16_no_overflow(cb, M, xh):
     w = _layer(512, 256, 2.0, cb, 3)
     x = torch.randn(M, 512, device=DEV)
     x[1] *= 3e5                                                        # one row beyond fp16's range
     x = x.to(torch.bfloat16)
-    y = F.fused_linear(x, w, cfg=F.FusedConfig(warps=4, m_tiles=1, rows_per_stage=8, stages=3))
+    y = F.fused_linear(x, w, cfg=F.FusedConfig(warps=4, m_tiles=1, rows_per_stage=8, stages=3, xh=xh))
     ref = x.double().cpu() @ R.dense_weight(w.to("cpu"))
     assert torch.isfinite(y.float()).all() and rel_rms(y, ref) < TOL[torch.bfloat16]
     assert rel_rms(y[1:2], ref[1:2]) < TOL[torch.bfloat16]
@@ -281,18 +282,20 @@ def test_fused_large_activations_bf16_no_overflow(cb, M):
 
 @pytest.mark.parametrize("K,cb", [(2.0, "mcg"), (3.0, "3inst"), (2.0, "mul1"), (3.5, "mul1"), (6.0, "mul1")])
 @pytest.mark.parametrize("M", [1, 3, 8, 9, 16])
-def test_fused_swapped_route(K, cb, M):
-    """NVIDIA, M <= 16 with the in-kernel prologue: the swapped fp16 route (weights as the unit's
-    16-row operand; mul1 through its {1024 + B, -1534} words and the epilogue's affine map),
-    split-K included."""
+@pytest.mark.parametrize("xh", [0, 1])
+def test_fused_swapped_route(K, cb, M, xh):
+    """NVIDIA, M <= 8: the swapped fp16 route (weights as the unit's 16-row operand; mul1 through
+    its {1024 + B, -1534} words and the epilogue's affine map), its A side from the in-kernel
+    prologue (xh=0) or expanded from the prep kernel's rows (xh=1), split-K included; M = 9, 16
+    take the fp16 route with the same configuration."""
     w = _layer(2048, 384, K, cb, 12)
     x = torch.randn(M, 2048, device=DEV).half()
-    cfg = F.FusedConfig(warps=4, m_tiles=1, rows_per_stage=8, stages=3)
+    cfg = F.FusedConfig(warps=4, m_tiles=1, rows_per_stage=8, stages=3, xh=xh)
     for S in (1, 4):
         F._PLANS.clear()
         y = F.fused_linear(x, w, cfg=cfg, launch=F.FusedLaunch(S))
         if torch.version.hip is None:
-            assert all(p.cfg.swap == 1 for p in F._PLANS.values())
+            assert all(p.cfg.swap == (M <= 8) for p in F._PLANS.values())
         ref = x.double().cpu() @ R.dense_weight(w.to("cpu"))
         assert rel_rms(y, ref) < 1e-3, (K, cb, M, S, rel_rms(y, ref))
 

@@ -45,7 +45,7 @@ class FusedConfig:
                               # 4 per-block phase timestamps (benchmarks/trace_fused.py)
     dot: int = 0              # int8 route, M = 1 only: products on the integer dot unit (IDP4A /
                               # v_dot4_i32_iu8) instead of the matrix unit (the gfx12 default there)
-    swap: int = 0             # NVIDIA, M <= 16: the swapped fp16 route (weights as the 16-row operand,
+    swap: int = 0             # NVIDIA, M <= 8: the swapped fp16 route (weights as the 16-row operand,
                               # two fp16 halves per weight fed to the unit); see swap_route
 
     def tile(self) -> dict:
@@ -110,25 +110,28 @@ def spec_for(arch: str, K: float, codebook: str, in_dtype: str, out_dtype: str, 
     if cfg.dot and act_quant != "int8":
         raise ValueError(f"config {cfg}: dot=1 is a variant of the int8-activation kernels (act_quant='int8')")
     if cfg.swap and not swap_allowed(cfg, vendor_of(arch), codebook, act_quant):
-        raise ValueError(f"config {cfg}: swap=1 needs NVIDIA, a codebook in {SWAP_CODEBOOKS}, one m tile, "
-                         f"xh=0 and fp16/bf16 activations; got {arch}, {codebook}, act_quant={act_quant}")
+        raise ValueError(f"config {cfg}: swap=1 needs NVIDIA, a codebook in {SWAP_CODEBOOKS}, one m tile "
+                         f"and fp16/bf16 activations; got {arch}, {codebook}, act_quant={act_quant}")
     op = "fused_i8" if act_quant == "int8" else "fused"
     return KernelSpec.make(op, arch, K=K, codebook=codebook, in_dtype=in_dtype, out_dtype=out_dtype,
                            tile=cfg.tile())
 
 
 SWAP_CODEBOOKS = ("mcg", "3inst", "mul1")
-SWAP_MAX_M = 16
+# M = 9..16 would take the unit's second n8 token group (4 instructions per trellis tile instead of
+# the fp16 route's 2): measured 1.1-1.6x slower than the fp16 route on the H200 (every PERF.md shape,
+# benchmarks/RESULTS.md session 4), so those M keep the fp16 route
+SWAP_MAX_M = 8
 
 
 def swap_allowed(cfg: FusedConfig, vendor: str, codebook: str, act_quant: Optional[str] = None) -> bool:
     return (vendor == "nvidia" and codebook in SWAP_CODEBOOKS and act_quant is None and cfg.m_tiles == 1
-            and not cfg.xh and not cfg.dot)
+            and not cfg.dot)
 
 
 def swap_route(cfg: FusedConfig, vendor: str, codebook: str, M: int, act_quant: Optional[str] = None) -> FusedConfig:
-    """The configuration a call runs: on NVIDIA, calls with M <= 16 and the in-kernel prologue take
-    the swapped fp16 route (include/escha/matunit_mma.h, mma_sw): each weight is a 32-bit word of
+    """The configuration a call runs: on NVIDIA, calls with M <= 8 (A side from the in-kernel
+    prologue, or with xh=1 expanded from the prep kernel's rows) take the swapped fp16 route (include/escha/matunit_mma.h, mma_sw): each weight is a 32-bit word of
     two fp16 halves that the unit sums in fp32 against the token's half2 {x, x} (LCG codebooks: the
     codebook's own halves, no PRMT / HADD2 per weight; mul1: {1024 + B, -1534} from one IDP4A, the
     affine map to the weight applied once in the epilogue, no PRMT / HFMA2), the weights fill the

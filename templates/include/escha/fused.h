@@ -11,7 +11,7 @@
 // decodes its tiles straight into matrix-unit B fragments and accumulates MT m16 tiles of
 // output in fp32 with no further block barrier until the epilogue.
 // Routes (compile-time): the fp16 route above (XH: the A operand precomputed once per call by
-// the prep kernel instead); the swapped fp16 route (SW, NVIDIA, M <= 16: weights as the unit's
+// the prep kernel instead); the swapped fp16 route (SW, NVIDIA, M <= 8: weights as the unit's
 // 16-row operand, one 32-bit word of two fp16 halves per weight against the token's {x, x}); the
 // opt-in int8 route (I8, mul1: hash bytes x int8 tokens, DOT: on the dot unit at M = 1).
 // On NVIDIA sm_90 the kernel is a programmatic dependent: it streams its first weight stages,
@@ -93,8 +93,8 @@ struct FusedLinear {
     // so tokens 8..15 are never computed (main_loop_words<false>); gfx12's unit always takes 16.
     static_assert(!I8 || MT == 1, "the int8 route takes one m tile (M <= 8)");
     static_assert(!DOT || I8, "the dot route is the int8 route's M = 1 variant");
-    // The swapped fp16 route (matunit_mma.h mma_sw): M <= 16, own prologue, NVIDIA.
-    static_assert(!SW || (!I8 && !XH && MT == 1), "swap: one m tile, own prologue");
+    // The swapped fp16 route (matunit_mma.h mma_sw): M <= 8, NVIDIA.
+    static_assert(!SW || (!I8 && MT == 1), "swap: one m tile, fp16 activations");
 #if !defined(ESCHA_NVIDIA)
     static_assert(!SW, "the swapped route is NVIDIA's (gfx12's WMMA would take 2 instructions per tile)");
 #endif
@@ -199,7 +199,10 @@ struct FusedLinear {
         // previous kernel finishes; x / xh and every global write (y, workspace, counters) wait.
         grid_dependency_wait();
         ESCHA_TRACE(1);                                      // the previous kernel has finished
-        if constexpr (XH) {
+        if constexpr (XH && SW) {
+            // ---- the swapped route's A side from the prep kernel's rows: {x, x} words (+ mul1's sums)
+            xh_words(p, xq, xq_ld, q_scale, row_exp, lane, wave);
+        } else if constexpr (XH) {
             // ---- the A operand was precomputed (prep kernel): copy its rows' K range
             const int pieces_row = p.k_split / 8;              // 16-byte pieces per row
             for (int c = threadIdx.x; c < p.M * pieces_row; c += blockDim.x) {
@@ -250,14 +253,8 @@ struct FusedLinear {
         fill(acc, 0.f);
         if constexpr (WORDS) {
             const u32 mask = reinterpret_cast<const u32*>(flag)[1];
-            // tokens 8..15 (the second n8 group of the swapped unit) only where they exist:
-            // compile-time, two instantiations, no branch around the unit's instructions
-            if (SW && p.M > 8)
-                main_loop_words<true>(p, acc, xq, xq_ld, q_scale, zero16, src0, step_stride, piece_dst, piece_src,
-                                      lane_words, dec, steps, lane, mask);
-            else
-                main_loop_words<false>(p, acc, xq, xq_ld, q_scale, zero16, src0, step_stride, piece_dst, piece_src,
-                                       lane_words, dec, steps, lane, mask);
+            main_loop_words(p, acc, xq, xq_ld, q_scale, zero16, src0, step_stride, piece_dst, piece_src, lane_words,
+                            dec, steps, lane, mask);
         } else {
         // A operand addresses of this lane (ldmatrix: lane l supplies row l % 16); rows >= M read
         // the 16 zero bytes instead (their column step is 0).
@@ -449,12 +446,16 @@ struct FusedLinear {
     // the block's dequantisation factor of the row (|sum| <= 128 * 1020 * 127 < 2^24: exact).
     // (With SW the same loop runs the swapped fp16 route: two-half words instead of hashes, the f16
     // unit straight into the fp32 accumulators, no folding.)
-    template <bool G1, typename Dec, typename PD, typename PS, typename LW>
+    // Both routes serve M <= 8: one n8 token group of the swapped unit (G1 = false, tokens 8..15 of
+    // the unit never computed; at M = 9..16 the swapped fp16 route measured slower than the fp16
+    // route on the H200, kernels/fused.py SWAP_MAX_M).
+    template <typename Dec, typename PD, typename PS, typename LW>
     ESCHA_DEVICE static void main_loop_words(const Args& p, float (&acc)[MT][TPW][mu::ACC], const u32* xq, int xq_ld,
                                              const float* q_scale, const half_t* zero, const u32* src0,
                                              long long step_stride, const PD& piece_dst, const PS& piece_src,
                                              const LW& lane_words, const Dec& dec, int steps, int lane, u32 mask) {
         constexpr int NW = Dec::NW;
+        constexpr bool G1 = false;
         constexpr int PIECES = SLOT_WORDS / 4, PER_LANE = (PIECES + ESCHA_WAVE - 1) / ESCHA_WAVE;
         const int nkb = p.k_split / 128;
         u32 a_addr[MT][2], a_step[MT][2];
@@ -563,6 +564,63 @@ struct FusedLinear {
                 }
             }
             wave_sync();      // every lane done reading this slot before it is refilled
+        }
+    }
+
+    // The swapped route's A side from the prep kernel's fp16 rows (XH): each lane expands 8
+    // halves (one 16-byte load) of its row into {x, x} words in mu::i8_slot order, where the pairs
+    // (k, k + 1), k even, are adjacent words (one 8-byte store each). mul1: the sum of each
+    // (row, 128-block) of the stored halves (16 consecutive lanes = one block; fixed-order
+    // shuffles), then per row over the block's K range in fixed order, as the in-kernel prologue.
+    // A wave takes 32 consecutive pieces per step, BATCH steps with their loads in flight together.
+    ESCHA_DEVICE static void xh_words(const Args& p, u32* xq, int xq_ld, float* xsum, int* row_exp, int lane,
+                                      int wave) {
+        const int k_begin = blockIdx.y * p.k_split, nkb = p.k_split / 128;
+        const int pieces_row = p.k_split / 8, total = p.M * pieces_row;       // a multiple of 16
+        for (int t = threadIdx.x; t < MP; t += blockDim.x) row_exp[t] = t < p.M ? p.xh_exp[t] : 0;
+        constexpr int BATCH = 4;
+        for (int c0 = 32 * wave; c0 < total; c0 += 32 * WARPS * BATCH) {
+            u32 v[BATCH][4];
+            #pragma unroll
+            for (int u = 0; u < BATCH; ++u) {
+                const int c = c0 + 32 * WARPS * u + lane;
+                if (c < total) {
+                    const int m = c / pieces_row, o = c % pieces_row;
+                    load_global16(v[u], p.xh + (long long)m * p.IC + k_begin + 8 * o);
+                }
+            }
+            #pragma unroll
+            for (int u = 0; u < BATCH; ++u) {
+                const int c = c0 + 32 * WARPS * u + lane;
+                if (c0 + 32 * WARPS * u >= total) break;                        // wave-uniform
+                const int m = c / pieces_row, o = c % pieces_row;
+                float sum = 0.f;
+                if (c < total) {
+                    u32* row = xq + m * xq_ld + ((8 * o) & ~15);
+                    #pragma unroll
+                    for (int q = 0; q < 4; ++q) {
+                        const u32 lo = v[u][q] & 0xFFFFu, hi = v[u][q] >> 16;
+                        *reinterpret_cast<u64*>(row + mu::i8_slot(((8 * o) & 15) + 2 * q)) =
+                            (u64)(lo * 0x00010001u) | ((u64)(hi * 0x00010001u) << 32);
+                        if constexpr (CB == CB_MUL1)
+                            sum += half_to_float(bit_cast<half_t>((u16)lo)) + half_to_float(bit_cast<half_t>((u16)hi));
+                    }
+                }
+                if constexpr (CB == CB_MUL1) {
+                    #pragma unroll
+                    for (int s = 8; s > 0; s >>= 1) sum += shfl_xor(sum, s);
+                    if (c < total && (lane & 15) == 0) xsum[m * nkb + o / 16] = sum;
+                }
+            }
+        }
+        __syncthreads();
+        if constexpr (CB == CB_MUL1) {
+            for (int m = threadIdx.x; m < p.M; m += blockDim.x) {    // fixed order: deterministic
+                float o = 0.f;
+                for (int kb = 0; kb < nkb; ++kb) o += xsum[m * nkb + kb];
+                xsum[m * nkb] = o;
+            }
+            __syncthreads();
         }
     }
 

@@ -112,7 +112,7 @@ ESCHA_DEVICE void mma_i8(int (&c)[ACC], const XFragI8& x, const BFragI8& b, bool
     mma_swapped(c, x, b, group1, [](int (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) { mma_16832_u8s8(d, a, b0, b1); });
 }
 
-// The swapped fp16 route (FusedConfig.swap: NVIDIA, LCG codebooks, M <= 16): the same operand
+// The swapped fp16 route (FusedConfig.swap: NVIDIA, M <= 8): the same operand
 // swap and relabelling with mma.m16n8k16 f16 -> f32, whose k groups are 2 halves instead of 4
 // bytes: a weight's word y = {lo, hi} (the codebook's two fp16 halves, value lo + hi) fills one
 // group, and the token's x word is the half2 {x, x}. No PRMT / HADD2 per weight, and the unit

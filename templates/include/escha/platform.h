@@ -67,4 +67,10 @@ ESCHA_DEVICE void load4(const float* p, float (&v)[4]) {
     v[0] = w.x; v[1] = w.y; v[2] = w.z; v[3] = w.w;
 }
 
+// Eight halves (16 bytes, 16-byte aligned) as four raw 32-bit words, one vector load.
+ESCHA_DEVICE void load_global16(u32 (&v)[4], const half_t* p) {
+    const f32x4 w = *reinterpret_cast<const f32x4*>(p);
+    v[0] = bit_cast<u32>(w.x); v[1] = bit_cast<u32>(w.y); v[2] = bit_cast<u32>(w.z); v[3] = bit_cast<u32>(w.w);
+}
+
 }  // namespace escha
