@@ -27,7 +27,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from escha_jit.ops import fused as F  # noqa: E402
-from escha_jit.ops.linear import linear, linear_unfused  # noqa: E402
+from escha_jit.ops.linear import linear  # noqa: E402
 from escha_jit.reference import LinearWeights  # noqa: E402
 from escha_jit.trellis import tile_words  # noqa: E402
 
@@ -104,7 +104,7 @@ def main(argv=None):
     cbs = args.codebooks.split(",")
     dts = {"f16": torch.float16, "bf16": torch.bfloat16}
     dtypes = args.dtypes.split(",")
-    ms = [int(m) for m in args.ms.split(",")]
+    ms = [int(m) for m in args.ms.split(",") if m]
     acts = [None if a == "none" else a for a in args.act_quants.split(",")]
     pms = [int(m) for m in args.prefill_ms.split(",") if m]
     if args.quick:
@@ -139,7 +139,7 @@ def main(argv=None):
                         if act:
                             fn = lambda x, w, out, act=act: linear(x, w, out=out, act_quant=act)  # noqa: E731
                         else:
-                            fn = linear if M <= F.MAX_M else linear_unfused
+                            fn = linear
                         try:
                             us = time_graph([lambda w=w, y=y: fn(x, w, out=y) for w, y in zip(layers, ys)],
                                             replays=20 if M <= F.MAX_M else 5)
@@ -177,6 +177,7 @@ def main(argv=None):
         summary["decode_min_vs_ref"] = min(refd) if refd else None
     pre = [r for r in rows if r.get("speedup_bf16") and r["M"] >= 1024 and r["act"] == "none"]
     if pre:
+        summary["prefill_geomean_vs_bf16"] = gm([r["speedup_bf16"] for r in pre])
         summary["prefill_min_vs_bf16"] = min(r["speedup_bf16"] for r in pre)
     print(json.dumps(summary, indent=1))
     meta = dict(date=time.strftime("%Y-%m-%d %H:%M:%S"), commit=commit, gpu=torch.cuda.get_device_name(),

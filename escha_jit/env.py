@@ -10,6 +10,7 @@
 | ``ESCHA_JIT_AMD_SYSROOT`` | hipRTC's header + ROCm bitcode for that route | ``<checkout>/.ci-cache/amd`` |
 | ``ESCHA_JIT_SID_CHROOT`` | the Debian sid chroot with real hipRTC (tests, CI) | ``<checkout>/.ci-cache/sid`` |
 | ``ESCHA_JIT_NO_PDL`` | ``1``: launch the fused kernels as ordinary kernels, not as programmatic dependents (A/B timing; drivers without it) | off |
+| ``ESCHA_JIT_PREFILL`` | route of calls above the fused kernel's M: ``dense`` (dense weight + vendor GEMM) or ``gemm`` (the coded wgmma GEMM, Hopper only, experimental: slower today, benchmarks/RESULTS.md) | ``dense`` |
 | ``ESCHA_JIT_SKIP_AMD`` | ``1``: skip the AMD toolchain tests (they fail otherwise when it is missing) | off |
 | ``ROCM_PATH``, ``CUDA_HOME`` / ``CUDA_PATH`` | where ROCm's / CUDA's headers are, when not in the usual places | |
 """
@@ -71,3 +72,13 @@ def rocm_roots() -> list[str]:
 
 def cuda_homes() -> list[str]:
     return [h for h in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda") if h]
+
+
+PREFILL_ROUTES = ("dense", "gemm")
+
+
+def prefill_route() -> str:
+    v = os.environ.get("ESCHA_JIT_PREFILL", "dense").strip().lower() or "dense"
+    if v not in PREFILL_ROUTES:
+        raise ValueError(f"ESCHA_JIT_PREFILL={v!r}: expected one of {PREFILL_ROUTES}")
+    return v

@@ -11,7 +11,7 @@ from typing import Any, Iterator, Optional
 
 from ..spec import KernelSpec, vendor_of
 from ..trellis import all_rate_codebooks
-from . import dense, fused, hadamard, prep, reconstruct, rowscale
+from . import dense, fused, gemm, hadamard, prep, reconstruct, rowscale
 
 DTYPES = ("f16", "bf16", "f32")
 FUSED_DTYPES = ("f16", "bf16")
@@ -63,7 +63,11 @@ NVIDIA_SMEM_BYTES = 227 * 1024     # most shared memory one block may opt into o
 def dynamic_smem(spec: KernelSpec) -> Optional[int]:
     """Bytes of dynamic shared memory every launch of ``spec`` passes, where that is fixed by the
     spec (None where it depends on the call, e.g. the fused kernel's M and split)."""
-    return dense.dynamic_smem(spec) if spec.op == "dense" else None
+    if spec.op == "dense":
+        return dense.dynamic_smem(spec)
+    if spec.op == "gemm":
+        return gemm.smem_bytes(spec)
+    return None
 
 
 def smem_limit(arch: str) -> int:
@@ -105,9 +109,15 @@ def shipped_specs(arch: str, full: bool = True) -> Iterator[tuple[KernelSpec, di
             if full or i == o:
                 s = hadamard.spec_for(arch, i, o)
                 yield s, hadamard.render_extra(s)
+    if gemm.supported(arch):                          # the coded wgmma GEMM (sm_90a), every output dtype
+        for K, cb in pairs:
+            for dt in gemm.OUT_DTYPES:
+                if full or (K == 4.0 and dt == "f16"):
+                    s = gemm.spec_for(arch, K, cb, dt)
+                    yield s, gemm.render_extra(s)
     if not fused_supported(arch):
         return
-    for dt in FUSED_DTYPES:
+    for dt in DTYPES:                                 # prep: the fused kernel's fp16 / bf16, the GEMM's f32 too
         s = prep.spec_for(arch, dt)
         yield s, prep.render_extra(s)
     configs = fused_default_configs(vendor_of(arch))

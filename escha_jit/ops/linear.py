@@ -1,5 +1,6 @@
 """The GPU linear for any M. Up to 256 rows the fused single-launch kernel of ops/fused.py; above
-(prefill), the dense path: the original-basis weight W = diag(s_in*rin) Hb What Hb diag(rout*s_out)
+(prefill), the dense path (or, opt-in with ESCHA_JIT_PREFILL=gemm on Hopper, the experimental coded
+wgmma GEMM of ops/gemm.py, weights decoded inside the GEMM): the original-basis weight W = diag(s_in*rin) Hb What Hb diag(rout*s_out)
 is built once per call in fp16 (ops/dense.py) and one vendor GEMM computes y = x @ W (+ bias), so
 no Hadamard or scale touches the activations.
 
@@ -16,19 +17,22 @@ from typing import Optional
 
 import torch
 
+from .. import env
 from ..kernels import rowscale
 from ..reference import LinearWeights
 from ..kernels.fused import check_act_quant
 from .common import DTYPE_NAMES, arch_of, check_tensor, kernel_for
 from .dense import dense_weight
 from .fused import fused_handles, fused_linear
+from .gemm import coded_gemm, gemm_available
 
 log = logging.getLogger(__name__)
 
 
 def linear(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] = None,
            bias32: Optional[torch.Tensor] = None, act_quant: Optional[str] = None) -> torch.Tensor:
-    """The GPU linear: the fused single-launch kernel for M <= 256, dense W + vendor GEMM above.
+    """The GPU linear: the fused single-launch kernel for M <= 256, dense W + vendor GEMM above
+    (ESCHA_JIT_PREFILL=gemm: the coded GEMM of ops/gemm.py on Hopper).
 
     ``act_quant='int8'`` (opt-in, mul1 layers only) sends decode-sized calls (M <= 8) to the
     int8-activation kernels; larger M keep the exact fp16 route."""
@@ -37,6 +41,8 @@ def linear(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] = None
         return fused_linear(x, w, out=out, bias32=bias32, act_quant=act_quant)
     if fused_handles(w.code.device, w.K, x.shape[0]):
         return fused_linear(x, w, out=out, bias32=bias32)
+    if env.prefill_route() == "gemm" and gemm_available(w.code.device):
+        return coded_gemm(x, w, out=out, bias32=bias32)
     return linear_unfused(x, w, out=out, bias32=bias32)
 
 

@@ -1,0 +1,56 @@
+"""The coded GEMM for prefill on Hopper (templates/gemm.hip.j2, include/escha/wgmma.h): spec,
+arguments and launch geometry (torch-free).
+
+Block: 128 output features (one Hadamard block) x TOKENS tokens, the whole input dimension;
+grid = (OC / 128, ceil(M / TOKENS)). The activations arrive rotated and fp16 from the prep kernel
+(kernels.prep). wgmma is an sm_90a feature: the kernel compiles for ``sm_90a`` (runs on sm_90
+GPUs: H100 / H200), and only there.
+"""
+from __future__ import annotations
+
+from ..spec import KernelSpec
+from ..trellis import tile_words
+from . import DTYPE_CODES
+
+THREADS = 256
+TOKENS = 256          # tokens per block (the wgmma N; 128 fp32 accumulators per thread)
+STAGES = 5            # pipeline stages: TOKENS x 64 fp16 activations (32 KiB) + the 32 trellis tiles
+COLS = 128
+OUT_DTYPES = ("f16", "bf16", "f32")
+ARCHES = ("sm_90",)   # wgmma: Hopper only (sm_100 has a different matrix unit interface)
+# xh, xh_exp, y, ldy, code, rout, s_out, bias, M, IC, OC, out_valid
+ARGS = ("ptr", "ptr", "ptr", "i64", "ptr", "ptr", "ptr", "ptr", "i32", "i32", "i32", "i32")
+
+
+def supported(arch: str) -> bool:
+    return arch in ARCHES
+
+
+def spec_for(arch: str, K: float, codebook: str, out_dtype: str, tokens: int = TOKENS,
+             stages: int = STAGES, diag: int = 0) -> KernelSpec:
+    """``diag`` (timing studies only, benchmarks/bench_gemm_parts.py): 1 = no decode, 2 = no wgmma."""
+    if not supported(arch):
+        raise ValueError(f"the coded GEMM needs Hopper wgmma ({ARCHES}), not {arch!r}")
+    if out_dtype not in OUT_DTYPES:
+        raise ValueError(f"out_dtype {out_dtype!r}: expected one of {OUT_DTYPES}")
+    return KernelSpec.make("gemm", arch + "a", K=K, codebook=codebook, in_dtype="f16", out_dtype=out_dtype,
+                           tile={"tokens": tokens, "stages": stages, **({"diag": diag} if diag else {})})
+
+
+def render_extra(spec: KernelSpec) -> dict:
+    return {"out_code": DTYPE_CODES[spec.out_dtype], "diag": spec.params.get("diag", 0)}
+
+
+def smem_bytes(spec: KernelSpec) -> int:
+    """Dynamic shared memory of a launch: the stage ring (per stage the activation tile and the
+    trellis words of 4 x 8 tiles, 1024-byte aligned: the 128-byte swizzle's period), plus 1 KiB
+    to align the ring itself."""
+    p = spec.params
+    words = 8 * (tile_words(spec.K) // 2) * 16
+    stage = -(-(p["tokens"] * 64 * 2 + words) // 1024) * 1024
+    return p["stages"] * stage + 1024
+
+
+def grid(spec: KernelSpec, M: int, OC: int) -> tuple[int, int]:
+    t = spec.params["tokens"]
+    return OC // COLS, -(-M // t)
