@@ -24,15 +24,15 @@ from escha_jit.ops.linear import linear_unfused  # noqa: E402
 from bench_linear import random_layers, time_graph  # noqa: E402
 
 
-def launcher(x, w, y, diag: int, prep_only: bool = False):
+def launcher(x, w, y, diag: int, prep_only: bool = False, **tile):
     dev = x.device
     arch = arch_of(dev)
     ps = prep.spec_for(arch, DTYPE_NAMES[x.dtype])
     pk = kernel_for(ps, dev, prep.ARGS, prep.render_extra(ps))
-    gs = gemm.spec_for(arch, w.K, w.codebook, DTYPE_NAMES[y.dtype], diag=diag)
+    gs = gemm.variant(gemm.spec_for(arch, w.K, w.codebook, DTYPE_NAMES[y.dtype]), diag=diag, **tile)
     gk = kernel_for(gs, dev, gemm.ARGS, gemm.render_extra(gs))
     M, IC, OC = x.shape[0], w.IC, w.OC
-    xh, xe = scratch.xh(dev, M, IC)
+    xh, xe = scratch.xh(dev, gemm.padded_rows(gs, M), IC)
 
     def call():
         s = torch.cuda.current_stream().cuda_stream
@@ -50,6 +50,7 @@ def main(argv=None):
     ap.add_argument("--ms", default="1024,4096")
     ap.add_argument("--K", type=float, default=2.0)
     ap.add_argument("--codebooks", default="mcg,mul1")
+    ap.add_argument("--variants", default="", help="extra GEMM tile variants, e.g. tokens=128,inflight=1;stages=4")
     args = ap.parse_args(argv)
     dev = torch.device("cuda")
     rows = []
@@ -67,13 +68,18 @@ def main(argv=None):
                 t = {}
                 for name, d, po in (("gemm", 0, False), ("prep", 0, True), ("no_decode", 1, False), ("no_wgmma", 2, False)):
                     t[name] = time_graph([launcher(x, w, y, d, po) for w in layers] * 2, replays=5)
+                for v in [v for v in args.variants.split(";") if v]:
+                    tile = {k: int(val) for k, val in (kv.split("=") for kv in v.split(","))}
+                    d = tile.pop("diag", 0)
+                    t[v] = time_graph([launcher(x, w, y, d, False, **tile) for w in layers] * 2, replays=5)
                 t["dense_path"] = time_graph([lambda w=w: linear_unfused(x, w, out=y) for w in layers] * 2, replays=5)
                 t["bf16"] = time_graph([lambda: torch.mm(xb, Wb)] * 8, replays=5)
                 row = dict(IC=IC, OC=OC, K=args.K, codebook=cb, M=M, **{f"{k}_us": v for k, v in t.items()},
                            gemm_tflops=2 * M * IC * OC / t["gemm"] / 1e6)
                 rows.append(row)
                 print(f"{IC:>5}x{OC:<5} {cb:>4} {M:>5} " + " ".join(f"{t[c]:>10.1f}" for c in cols)
-                      + f"  {row['gemm_tflops']:>7.0f}", flush=True)
+                      + f"  {row['gemm_tflops']:>7.0f}  " + " ".join(f"[{k}] {v:.1f}" for k, v in t.items() if k not in cols),
+                      flush=True)
     meta = dict(date=time.strftime("%Y-%m-%d %H:%M:%S"), gpu=torch.cuda.get_device_name(), torch=torch.__version__)
     with open(args.out, "w") as f:
         json.dump(dict(meta=meta, rows=rows), f, indent=1)

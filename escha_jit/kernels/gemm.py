@@ -12,10 +12,11 @@ from ..spec import KernelSpec
 from ..trellis import tile_words
 from . import DTYPE_CODES
 
-THREADS = 256
-TOKENS = 256          # tokens per block (the wgmma N; 128 fp32 accumulators per thread)
-STAGES = 5            # pipeline stages: TOKENS x 64 fp16 activations (32 KiB) + the 32 trellis tiles
+THREADS = 384        # 2 consumer warpgroups (wgmma) + 1 producer warpgroup (copies, decode)
+TOKENS = 256          # tokens per block (the wgmma N; 128 fp32 accumulators per consumer thread)
+STAGES = 4            # ring stages: TOKENS x 64 fp16 activations (32 KiB) + 128 x 64 decoded weights (16 KiB)
 COLS = 128
+WORD_STAGES = 4       # the producer's trellis word ring (templates/gemm.hip.j2 WSTAGES)
 OUT_DTYPES = ("f16", "bf16", "f32")
 ARCHES = ("sm_90",)   # wgmma: Hopper only (sm_100 has a different matrix unit interface)
 # xh, xh_exp, y, ldy, code, rout, s_out, bias, M, IC, OC, out_valid
@@ -41,14 +42,27 @@ def render_extra(spec: KernelSpec) -> dict:
     return {"out_code": DTYPE_CODES[spec.out_dtype], "diag": spec.params.get("diag", 0)}
 
 
+def variant(spec: KernelSpec, **tile) -> KernelSpec:
+    """``spec`` with some tile parameters replaced (timing studies: benchmarks/bench_gemm_parts.py)."""
+    p = {**spec.params, **tile}
+    return spec_for(spec.arch[:-1], spec.K, spec.codebook, spec.out_dtype, p["tokens"], p["stages"],
+                    p.get("diag", 0))
+
+
 def smem_bytes(spec: KernelSpec) -> int:
-    """Dynamic shared memory of a launch: the stage ring (per stage the activation tile and the
-    trellis words of 4 x 8 tiles, 1024-byte aligned: the 128-byte swizzle's period), plus 1 KiB
-    to align the ring itself."""
+    """Dynamic shared memory of a launch: the stage ring (per stage the activation tile
+    [tokens][64] and the decoded weight tile [128][64], fp16), the producer warps' trellis word
+    rings, plus 1 KiB to align the ring to the 128-byte swizzle's 1024-byte period."""
     p = spec.params
-    words = 8 * (tile_words(spec.K) // 2) * 16
-    stage = -(-(p["tokens"] * 64 * 2 + words) // 1024) * 1024
-    return p["stages"] * stage + 1024
+    words = 4 * WORD_STAGES * 8 * (tile_words(spec.K) // 2) * 4     # 4 producer warps' trellis word rings
+    return p["stages"] * (p["tokens"] + 128) * 64 * 2 + words + 1024
+
+
+def padded_rows(spec: KernelSpec, M: int) -> int:
+    """Rows the prep buffer must have for M tokens: whole token tiles (the GEMM copies them whole;
+    rows past M are never stored)."""
+    t = spec.params["tokens"]
+    return -(-M // t) * t
 
 
 def grid(spec: KernelSpec, M: int, OC: int) -> tuple[int, int]:

@@ -73,3 +73,36 @@ def check_tensor(name: str, t: Optional[torch.Tensor], *, dtypes: Sequence[torch
         raise ValueError(f"{name} has shape {list(t.shape)}, expected {want}")
     if contiguous and not t.is_contiguous():
         raise ValueError(f"{name} must be contiguous (got strides {t.stride()}); call .contiguous() first")
+
+
+def check_call(x: torch.Tensor, w, out: Optional[torch.Tensor], bias32: Optional[torch.Tensor],
+               out_dtype: Optional[torch.dtype] = None) -> tuple[torch.Tensor, Optional[torch.Tensor]]:
+    """The checks every linear entry point makes on one call of layer ``w`` (a LinearWeights on a
+    GPU): x is 2-D [M, in_features], fp16 / bf16 / fp32 with unit last stride; the layer's tensors
+    have their dtypes and shapes; ``bias32`` (default: the layer's bias in fp32) is fp32 [OC];
+    ``out`` (allocated as [M, out_features] of ``out_dtype`` or x's dtype when None) is a
+    [M, out_features] view with unit last stride. Returns (out, bias32)."""
+    from ..trellis import check_rate_codebook, tile_words
+    check_rate_codebook(w.K, w.codebook)
+    dev = w.code.device
+    if x.dim() != 2:
+        raise ValueError(f"x must be 2-D [M, in_features], got shape {list(x.shape)}")
+    check_tensor("x", x, dtypes=tuple(DTYPE_NAMES), device=dev, shape=(None, w.logical_in), contiguous=False)
+    if x.stride(1) != 1:
+        raise ValueError(f"x must have unit stride in its last dim, got strides {x.stride()}")
+    check_tensor("code", w.code, dtypes=(torch.int16,), device=dev, shape=(None, None, tile_words(w.K)))
+    check_tensor("rin", w.rin, dtypes=(torch.float16,), device=dev, shape=(w.IC,))
+    check_tensor("rout", w.rout, dtypes=(torch.float16,), device=dev, shape=(w.OC,))
+    check_tensor("s_in", w.s_in, dtypes=(torch.float32,), device=dev, shape=(w.IC,), optional=True)
+    check_tensor("s_out", w.s_out, dtypes=(torch.float32,), device=dev, shape=(w.OC,), optional=True)
+    if bias32 is None and w.bias is not None:
+        bias32 = w.bias.to(torch.float32)
+    check_tensor("bias", bias32, dtypes=(torch.float32,), device=dev, shape=(w.OC,), optional=True)
+    M = x.shape[0]
+    if out is None:
+        out = torch.empty(M, w.logical_out, dtype=out_dtype or x.dtype, device=dev)
+    else:
+        check_tensor("out", out, dtypes=tuple(DTYPE_NAMES), device=dev, shape=(M, w.logical_out), contiguous=False)
+        if out.stride(1) != 1:
+            raise ValueError(f"out must have unit stride in its last dim, got strides {out.stride()}")
+    return out, bias32

@@ -17,8 +17,7 @@ from ..spec import vendor_of
 from .. import env
 from ..reference import LinearWeights
 from ..autotune.table import entry_key, tables
-from ..trellis import check_rate_codebook, tile_words
-from .common import DTYPE_NAMES, arch_of, check_tensor, kernel_for
+from .common import DTYPE_NAMES, arch_of, check_call, kernel_for
 
 __all__ = ["FusedConfig", "FusedLaunch", "MAX_M", "fused_linear", "scratch"]
 
@@ -192,36 +191,16 @@ def fused_linear(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] 
     the exact mul1 weights (the codebook's value before its final fp16 rounding). Error: ~0.5-1 %
     relative RMS of the output (benchmarks/RESULTS.md), against <= 0.1 % for the default path.
     """
-    check_rate_codebook(w.K, w.codebook)
     check_act_quant(act_quant, w.codebook)
-    if x.dim() != 2:
-        raise ValueError(f"x must be 2-D [M, in_features], got shape {list(x.shape)}")
     dev = w.code.device
     if dev.type != "cuda":
         raise ValueError(f"fused_linear needs the layer on a CUDA/ROCm device; its code is on {dev}")
-    check_tensor("x", x, dtypes=tuple(DTYPE_NAMES), device=dev, shape=(None, w.logical_in), contiguous=False)
-    if x.stride(1) != 1:
-        raise ValueError(f"x must have unit stride in its last dim, got strides {x.stride()}")
-    M = x.shape[0]
+    out, bias32 = check_call(x, w, out, bias32, out_dtype)
+    M, IC, OC = x.shape[0], w.IC, w.OC
     if M > MAX_M:
         raise ValueError(f"fused_linear handles M <= {MAX_M}, got {M}")
     if act_quant == "int8" and M > I8_MAX_M:
         raise ValueError(f"act_quant='int8' handles M <= {I8_MAX_M}, got {M}")
-    check_tensor("code", w.code, dtypes=(torch.int16,), device=dev, shape=(None, None, tile_words(w.K)))
-    IC, OC = w.IC, w.OC
-    check_tensor("rin", w.rin, dtypes=(torch.float16,), device=dev, shape=(IC,))
-    check_tensor("rout", w.rout, dtypes=(torch.float16,), device=dev, shape=(OC,))
-    check_tensor("s_in", w.s_in, dtypes=(torch.float32,), device=dev, shape=(IC,), optional=True)
-    check_tensor("s_out", w.s_out, dtypes=(torch.float32,), device=dev, shape=(OC,), optional=True)
-    if bias32 is None and w.bias is not None:
-        bias32 = w.bias.to(torch.float32)
-    check_tensor("bias", bias32, dtypes=(torch.float32,), device=dev, shape=(OC,), optional=True)
-    if out is None:
-        out = torch.empty(M, w.logical_out, dtype=out_dtype or x.dtype, device=dev)
-    else:
-        check_tensor("out", out, dtypes=tuple(DTYPE_NAMES), device=dev, shape=(M, w.logical_out), contiguous=False)
-        if out.stride(1) != 1:
-            raise ValueError(f"out must have unit stride in its last dim, got strides {out.stride()}")
     if M == 0:
         return out
     plan = plan_for(dev, w.K, w.codebook, IC, OC, DTYPE_NAMES[x.dtype], DTYPE_NAMES[out.dtype], M, cfg, launch,

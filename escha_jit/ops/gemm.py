@@ -7,8 +7,7 @@ import torch
 
 from ..kernels import gemm, prep
 from ..reference import LinearWeights
-from ..trellis import check_rate_codebook, tile_words
-from .common import DTYPE_NAMES, arch_of, check_tensor, kernel_for
+from .common import DTYPE_NAMES, arch_of, check_call, kernel_for
 from .fused import scratch
 
 
@@ -31,30 +30,11 @@ def coded_gemm(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] = 
     Accumulation in fp32 over fp16 products of the rotated activations and the decoded weights
     (the fused kernel's arithmetic), one rounding to the output dtype.
     """
-    check_rate_codebook(w.K, w.codebook)
     dev = w.code.device
     if not gemm_available(dev):
         raise ValueError(f"coded_gemm needs an sm_90 NVIDIA GPU (wgmma); got {dev}")
-    if x.dim() != 2:
-        raise ValueError(f"x must be 2-D [M, in_features], got shape {list(x.shape)}")
-    check_tensor("x", x, dtypes=tuple(DTYPE_NAMES), device=dev, shape=(None, w.logical_in), contiguous=False)
-    if x.stride(1) != 1:
-        raise ValueError(f"x must have unit stride in its last dim, got strides {x.stride()}")
-    check_tensor("code", w.code, dtypes=(torch.int16,), device=dev, shape=(None, None, tile_words(w.K)))
+    out, bias32 = check_call(x, w, out, bias32)
     IC, OC, M = w.IC, w.OC, x.shape[0]
-    check_tensor("rin", w.rin, dtypes=(torch.float16,), device=dev, shape=(IC,))
-    check_tensor("rout", w.rout, dtypes=(torch.float16,), device=dev, shape=(OC,))
-    check_tensor("s_in", w.s_in, dtypes=(torch.float32,), device=dev, shape=(IC,), optional=True)
-    check_tensor("s_out", w.s_out, dtypes=(torch.float32,), device=dev, shape=(OC,), optional=True)
-    if bias32 is None and w.bias is not None:
-        bias32 = w.bias.to(torch.float32)
-    check_tensor("bias", bias32, dtypes=(torch.float32,), device=dev, shape=(OC,), optional=True)
-    if out is None:
-        out = torch.empty(M, w.logical_out, dtype=x.dtype, device=dev)
-    else:
-        check_tensor("out", out, dtypes=tuple(DTYPE_NAMES), device=dev, shape=(M, w.logical_out), contiguous=False)
-        if out.stride(1) != 1:
-            raise ValueError(f"out must have unit stride in its last dim, got strides {out.stride()}")
     if M == 0:
         return out
     arch = arch_of(dev)
@@ -62,7 +42,7 @@ def coded_gemm(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] = 
     pk = kernel_for(ps, dev, prep.ARGS, prep.render_extra(ps))
     gs = gemm.spec_for(arch, w.K, w.codebook, DTYPE_NAMES[out.dtype])
     gk = kernel_for(gs, dev, gemm.ARGS, gemm.render_extra(gs))
-    xh, xh_exp = scratch.xh(dev, M, IC)
+    xh, xh_exp = scratch.xh(dev, gemm.padded_rows(gs, M), IC)     # the GEMM reads whole token tiles
     stream = torch.cuda.current_stream(dev).cuda_stream
     pk.launch((M,), (prep.THREADS,), (x, x.stride(0), w.rin, w.s_in, xh, xh_exp, IC, w.logical_in), stream=stream)
     gk.launch(gemm.grid(gs, M, OC), (gemm.THREADS,),

@@ -21,7 +21,7 @@ from .. import env
 from ..kernels import rowscale
 from ..reference import LinearWeights
 from ..kernels.fused import check_act_quant
-from .common import DTYPE_NAMES, arch_of, check_tensor, kernel_for
+from .common import DTYPE_NAMES, arch_of, check_call, check_tensor, kernel_for
 from .dense import dense_weight
 from .fused import fused_handles, fused_linear
 from .gemm import coded_gemm, gemm_available
@@ -84,21 +84,8 @@ def linear_unfused(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor
     dev = w.code.device
     if dev.type != "cuda":
         raise ValueError(f"linear_unfused needs the layer on a CUDA/ROCm device; its code is on {dev}")
-    if x.dim() != 2:
-        raise ValueError(f"x must be 2-D [M, in_features], got shape {list(x.shape)}")
-    check_tensor("x", x, dtypes=tuple(DTYPE_NAMES), device=dev, shape=(None, w.logical_in), contiguous=False)
-    if x.stride(1) != 1:
-        raise ValueError(f"x must have unit stride in its last dim, got strides {x.stride()}")
+    out, bias32 = check_call(x, w, out, bias32)
     M, n_in, n_out = x.shape[0], w.logical_in, w.logical_out
-    if out is None:
-        out = torch.empty(M, n_out, dtype=x.dtype, device=dev)
-    else:
-        check_tensor("out", out, dtypes=tuple(DTYPE_NAMES), device=dev, shape=(M, n_out), contiguous=False)
-        if out.stride(1) != 1:
-            raise ValueError(f"out must have unit stride in its last dim, got strides {out.stride()}")
-    if w.bias is not None and bias32 is None:
-        bias32 = w.bias.to(torch.float32)
-    check_tensor("bias", bias32, dtypes=(torch.float32,), device=dev, shape=(w.OC,), optional=True)
     if weight is None:
         weight = dense_weight(w, torch.float16)
     else:

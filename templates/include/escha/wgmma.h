@@ -2,11 +2,9 @@
 // vendor-specific part. NVIDIA only; the AMD prefill keeps the dense-weight GEMM path.
 //
 // Operand roles (the swapped product D^T = W^T . X^T): A = 64 output features x 16 input
-// features of decoded weights in REGISTERS (warp w of the warpgroup holds rows 16w..16w+15 in
-// the mma.m16n8k16 A-fragment layout, which is the transpose of the trellis tile's B layout:
-// a = {h0, h2, h1, h3} of a decoded BFrag), B = 16 input features x N tokens of rotated
-// activations in shared memory (the x tile [token][k] row-major = "K-major", 128-byte swizzle),
-// D = 64 output features x N tokens in fp32 registers.
+// features of decoded weights, B = 16 input features x N tokens of rotated activations, both in
+// shared memory, K-major (rows of 64 input features = 128 bytes, 128-byte swizzle), D = 64 output
+// features x N tokens in fp32 registers.
 #pragma once
 #include "escha/platform.h"
 
@@ -37,6 +35,33 @@ ESCHA_DEVICE u64 desc_k_sw128(u32 saddr) {
 
 // Byte offset of 16-byte chunk c (0..7) of row r in a 128-byte-swizzled K-major tile.
 ESCHA_DEVICE constexpr u32 sw128_offset(int r, int c) { return (u32)(r * 128 + ((c ^ (r & 7)) << 4)); }
+
+// Ordinary shared-memory writes (st.shared, cp.async) -> visible to the unit's operand reads
+// (the async proxy): by the writer before it signals, and by the reader after it waited.
+ESCHA_DEVICE void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+// ---- shared-memory barriers (mbarrier) between the decoding and the multiplying warps
+ESCHA_DEVICE void mbar_init(u32 bar, u32 count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
+}
+// One arrival (release: this thread's earlier shared-memory writes are visible to the waiters).
+ESCHA_DEVICE void mbar_arrive(u32 bar) {
+    asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" :: "r"(bar) : "memory");
+}
+// One arrival once every cp.async this thread issued before has landed (counted in the init).
+ESCHA_DEVICE void mbar_arrive_async(u32 bar) {
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" :: "r"(bar) : "memory");
+}
+// Wait until the phase with this parity (0 for the first completion, 1, 0, ...) has completed.
+ESCHA_DEVICE void mbar_wait(u32 bar, u32 parity) {
+    asm volatile("{\n.reg .pred done;\nwait_%=:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+                 "@!done bra wait_%=;\n}\n" :: "r"(bar), "r"(parity) : "memory");
+}
+// Barrier over the first `threads` threads of the block (named barrier `id`, not 0).
+ESCHA_DEVICE void named_sync(int id, int threads) {
+    asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(threads) : "memory");
+}
 
 }  // namespace wg
 }  // namespace escha

@@ -1,0 +1,65 @@
+"""Dispatch decisions that need no GPU: the swapped fp16 route's reach, the prefill route
+variable, the coded GEMM's spec / shared-memory / grid rules."""
+import pytest
+
+from escha_jit import env
+from escha_jit.kernels import fused, gemm
+from escha_jit.kernels.registry import NVIDIA_SMEM_BYTES, shipped_specs
+from escha_jit.trellis import all_rate_codebooks
+
+
+@pytest.mark.parametrize("xh", [0, 1])
+@pytest.mark.parametrize("cb", ["mcg", "3inst", "mul1"])
+def test_swapped_route_takes_m_up_to_8_with_either_a_side(xh, cb):
+    cfg = fused.FusedConfig(warps=4, m_tiles=1, rows_per_stage=8, stages=3, xh=xh)
+    for M in range(1, 17):
+        routed = fused.swap_route(cfg, "nvidia", cb, M)
+        assert routed.swap == (M <= 8), (M, routed)
+        assert routed.xh == xh
+    assert fused.swap_route(cfg, "amd", cb, 1).swap == 0                     # gfx12: never
+    if cb == "mul1":
+        assert fused.swap_route(cfg, "nvidia", cb, 1, act_quant="int8").swap == 0
+
+
+def test_swapped_spec_with_prep_kernel_renders_the_expansion():
+    from escha_jit.render import render
+    cfg = fused.FusedConfig(warps=8, m_tiles=1, rows_per_stage=8, stages=3, xh=1, swap=1)
+    s = fused.spec_for("sm_90", 2.0, "mul1", "f16", "f16", cfg)
+    src = " ".join(render(s, fused.render_extra(s)).split())
+    assert "12288, true, false, false, true> Impl;" in src                   # XH, not I8 / DOT, SW
+    with pytest.raises(ValueError, match="swap=1 needs NVIDIA"):
+        fused.spec_for("gfx1201", 2.0, "mul1", "f16", "f16", cfg)
+
+
+def test_prefill_route_variable(monkeypatch):
+    monkeypatch.delenv("ESCHA_JIT_PREFILL", raising=False)
+    assert env.prefill_route() == "dense"
+    monkeypatch.setenv("ESCHA_JIT_PREFILL", " GEMM ")
+    assert env.prefill_route() == "gemm"
+    monkeypatch.setenv("ESCHA_JIT_PREFILL", "cublas")
+    with pytest.raises(ValueError, match="ESCHA_JIT_PREFILL='cublas'"):
+        env.prefill_route()
+
+
+def test_gemm_specs_target_sm90a_and_fit_shared_memory():
+    s = gemm.spec_for("sm_90", 4.0, "mcg", "bf16")
+    assert s.arch == "sm_90a" and s.params == {"tokens": 256, "stages": 4}
+    assert gemm.variant(s, stages=3).params == {"tokens": 256, "stages": 3}
+    with pytest.raises(ValueError, match="wgmma"):
+        gemm.spec_for("sm_100", 4.0, "mcg", "f16")
+    with pytest.raises(ValueError, match="gfx1201"):
+        gemm.spec_for("gfx1201", 4.0, "mcg", "f16")
+    for K, cb in all_rate_codebooks():
+        g = gemm.spec_for("sm_90", K, cb, "f16")
+        # the ring: 4 x (256 + 128) x 64 fp16, the producer's word rings, 1 KiB alignment, + 64 B of barriers
+        assert gemm.smem_bytes(g) == 4 * 384 * 128 + 4 * 4 * 8 * int(4 * round(2 * K)) * 4 + 1024
+        assert gemm.smem_bytes(g) + 64 <= NVIDIA_SMEM_BYTES
+    assert gemm.padded_rows(s, 1) == 256 and gemm.padded_rows(s, 256) == 256 and gemm.padded_rows(s, 257) == 512
+    assert gemm.grid(s, 1500, 4096) == (32, 6)
+
+
+def test_gemm_shipped_for_sm90_only():
+    ops90 = [s for s, _ in shipped_specs("sm_90") if s.op == "gemm"]
+    assert len(ops90) == len(all_rate_codebooks()) * len(gemm.OUT_DTYPES)
+    assert all(s.arch == "sm_90a" for s in ops90)
+    assert not [s for s, _ in shipped_specs("gfx1201") if s.op == "gemm"]
