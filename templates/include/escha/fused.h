@@ -233,14 +233,7 @@ struct FusedLinear {
                     if (lane == 0) q_scale[m * nkb + kb] = sum;
                 }
             });
-            if constexpr (CB == CB_MUL1) {
-                for (int m = threadIdx.x; m < p.M; m += blockDim.x) {    // fixed order: deterministic
-                    float o = 0.f;
-                    for (int kb = 0; kb < nkb; ++kb) o += q_scale[m * nkb + kb];
-                    q_scale[m * nkb] = o;
-                }
-                __syncthreads();
-            }
+            if constexpr (CB == CB_MUL1) row_totals(p, q_scale, 1.f);
         } else {
             // ---- prologue: the block's K range of x -> scaled, Hadamard-rotated fp16 A operand
             prologue_f16(p, row_exp, lane, wave, [&](int m, int kb, const float (&v)[4], float scale) {
@@ -433,10 +426,17 @@ struct FusedLinear {
             }
         });
         __syncthreads();
-        for (int m = threadIdx.x; m < p.M; m += blockDim.x) {    // fixed order: deterministic
+        row_totals(p, q_off, MUL1_OFFSET);
+    }
+
+    // t[m * nkb] = scale * the sum over the block's 128-blocks kb of t[m * nkb + kb], per row m < M,
+    // in a fixed order (deterministic); then a block barrier.
+    ESCHA_DEVICE static void row_totals(const Args& p, float* t, float scale) {
+        const int nkb = p.k_split / 128;
+        for (int m = threadIdx.x; m < p.M; m += blockDim.x) {
             float o = 0.f;
-            for (int kb = 0; kb < nkb; ++kb) o += q_off[m * nkb + kb];
-            q_off[m * nkb] = o * MUL1_OFFSET;
+            for (int kb = 0; kb < nkb; ++kb) o += t[m * nkb + kb];
+            t[m * nkb] = o * scale;
         }
         __syncthreads();
     }
@@ -614,14 +614,7 @@ struct FusedLinear {
             }
         }
         __syncthreads();
-        if constexpr (CB == CB_MUL1) {
-            for (int m = threadIdx.x; m < p.M; m += blockDim.x) {    // fixed order: deterministic
-                float o = 0.f;
-                for (int kb = 0; kb < nkb; ++kb) o += xsum[m * nkb + kb];
-                xsum[m * nkb] = o;
-            }
-            __syncthreads();
-        }
+        if constexpr (CB == CB_MUL1) row_totals(p, xsum, 1.f);
     }
 
     // The block's items (row m, 128-block kb) of x, one wave per item: visit(m, kb, v) receives
