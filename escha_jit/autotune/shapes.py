@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterable, Optional, Sequence
 
-from ..kernels import dense, fused, prep, rowscale
+from ..kernels import dense, fused, gemm, prep, rowscale
 from ..kernels.registry import fused_default_configs, fused_fits, fused_supported, with_swap
 from ..spec import KernelSpec, vendor_of
 from .table import M_BUCKETS, TuningTable, entry_key
@@ -35,8 +35,9 @@ def model_specs(arch: str, shapes: Iterable[LayerShape], dtypes: Sequence[str] =
                 table: Optional[TuningTable] = None) -> list[tuple[KernelSpec, dict]]:
     """Every specialization a model with these projections can dispatch to on ``arch``: the
     fused kernel under each default configuration (the heuristic covers any M <= 256) and each
-    tuned entry, the prep kernel, and the prefill path (the fp16 dense weight of each shape, and
-    the row-scaling kernels around its GEMM for bf16 / fp32 activations)."""
+    tuned entry, the prep kernel, and the prefill paths (the fp16 dense weight of each shape, and
+    the row-scaling kernels around its GEMM for bf16 / fp32 activations; on Hopper also the
+    opt-in coded GEMM of each shape)."""
     out: dict[KernelSpec, dict] = {}
 
     def add(s: KernelSpec, extra: dict) -> None:
@@ -55,6 +56,10 @@ def model_specs(arch: str, shapes: Iterable[LayerShape], dtypes: Sequence[str] =
     for dt in dtypes:
         s = prep.spec_for(arch, dt)
         add(s, prep.render_extra(s))
+        if gemm.supported(arch):                           # the opt-in coded GEMM (ESCHA_JIT_PREFILL=gemm)
+            for sh in shapes:
+                s = gemm.spec_for(arch, sh.K, sh.codebook, dt)
+                add(s, gemm.render_extra(s))
         for sh in shapes:
             cfgs = list(fused_default_configs(vendor_of(arch)))
             if table is not None:
