@@ -12,7 +12,7 @@ from ..spec import KernelSpec
 from ..trellis import tile_words
 from . import DTYPE_CODES
 
-THREADS = 384        # 2 consumer warpgroups (wgmma) + 1 producer warpgroup (copies, decode)
+THREADS = 384         # 2 consumer warpgroups (activation copies, wgmma) + 1 producer warpgroup (decode)
 TOKENS = 256          # tokens per block (the wgmma N; 128 fp32 accumulators per consumer thread)
 STAGES = 4            # ring stages: TOKENS x 64 fp16 activations (32 KiB) + 128 x 64 decoded weights (16 KiB)
 COLS = 128

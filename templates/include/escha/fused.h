@@ -90,7 +90,7 @@ struct FusedLinear {
     static_assert(!I8 || CB == CB_MUL1, "int8 activations need the mul1 codebook (weights affine in hash bytes)");
     static_assert(!I8 || !XH, "the int8 route quantizes in its own prologue");
     // The int8 route serves M <= 8 (one m tile): on NVIDIA one n8 token group of the swapped unit,
-    // so tokens 8..15 are never computed (main_loop_words<false>); gfx12's unit always takes 16.
+    // so tokens 8..15 are never computed (main_loop_words: G1 = false); gfx12's unit always takes 16.
     static_assert(!I8 || MT == 1, "the int8 route takes one m tile (M <= 8)");
     static_assert(!DOT || I8, "the dot route is the int8 route's M = 1 variant");
     // The swapped fp16 route (matunit_mma.h mma_sw): M <= 8, NVIDIA.
