@@ -37,6 +37,11 @@ def cmd_info(args: argparse.Namespace) -> int:
         print(f"{name:<11} {desc}")
     print(f"cache dir   {env.cache_dir()}")
     print(f"no-compile  {'on' if env.no_compile() else 'off'} (ESCHA_JIT_NO_COMPILE)")
+    try:
+        route = env.prefill_route()
+    except ValueError as e:
+        route = f"INVALID: {e}"
+    print(f"prefill     {route} (ESCHA_JIT_PREFILL: calls above 256 rows)")
     return 0
 
 

@@ -68,3 +68,4 @@ def test_cli_info():
     assert r.returncode == 0, r.stderr
     for key in ("python", "torch", "gpus", "nvrtc", "hiprtc", "cache dir"):
         assert key in r.stdout
+    assert "prefill     dense" in r.stdout or "ESCHA_JIT_PREFILL" in os.environ
