@@ -83,6 +83,8 @@ struct FusedLinear {
     static constexpr int MP = 16 * MT;                  // padded rows
     static constexpr int SLOT_WORDS = RB * TPW * W32;            // one pipeline stage of one wave
     static constexpr int RING_WORDS = STAGES * SLOT_WORDS;        // one wave's ring
+    static constexpr int PIECES = SLOT_WORDS / 4;                 // 16-byte pieces of a stage of a wave
+    static constexpr int PER_LANE = (PIECES + ESCHA_WAVE - 1) / ESCHA_WAVE;
     static_assert(TILES_N % WARPS == 0, "WARPS must divide 8");
     static_assert(SLOT_WORDS % 4 == 0, "stages are copied in 16-byte pieces");
     static_assert(TR_BYTES == WARPS * RING_WORDS * 4, "host and kernel disagree on the trellis ring size");
@@ -151,7 +153,6 @@ struct FusedLinear {
         const u32* src0 = reinterpret_cast<const u32*>(p.code) +
                           ((long long)row0 * tiles_n + g * TILES_N + wave * TPW) * W32;
         // this lane's 16-byte pieces of a stage: shared offset and global offset, fixed per lane
-        constexpr int PIECES = SLOT_WORDS / 4, PER_LANE = (PIECES + ESCHA_WAVE - 1) / ESCHA_WAVE;
         u32 piece_dst[PER_LANE];
         int piece_src[PER_LANE];
         #pragma unroll
@@ -180,14 +181,7 @@ struct FusedLinear {
                 if (PIECES % ESCHA_WAVE == 0 || i * ESCHA_WAVE + lane < PIECES) st.store(i, piece_dst[i] + slot_bytes);
         };
 #endif
-        auto load_step = [&](int step) {                     // RB rows x TPW tiles, 16 B per lane op
-            const u32 slot_bytes = 4u * (u32)((step % STAGES) * SLOT_WORDS);
-            const u32* src = src0 + step * step_stride;
-            #pragma unroll
-            for (int i = 0; i < PER_LANE; ++i)
-                if (PIECES % ESCHA_WAVE == 0 || i * ESCHA_WAVE + lane < PIECES)
-                    async_copy16(piece_dst[i] + slot_bytes, src + piece_src[i]);
-        };
+        auto load_step = [&](int step) { copy_stage(step, src0, step_stride, piece_dst, piece_src, lane); };
         if (threadIdx.x < 8) reinterpret_cast<u32*>(zero16)[threadIdx.x] = 0u;
         if (threadIdx.x == 4) flag[1] = (int)0x8FFF8FFFu;   // the codebook mask, read back below
         #pragma unroll
@@ -449,14 +443,14 @@ struct FusedLinear {
     // Both routes serve M <= 8: one n8 token group of the swapped unit (G1 = false, tokens 8..15 of
     // the unit never computed; at M = 9..16 the swapped fp16 route measured slower than the fp16
     // route on the H200, kernels/fused.py SWAP_MAX_M).
-    template <typename Dec, typename PD, typename PS, typename LW>
+    template <typename Dec, typename LW>
     ESCHA_DEVICE static void main_loop_words(const Args& p, float (&acc)[MT][TPW][mu::ACC], const u32* xq, int xq_ld,
                                              const float* q_scale, const half_t* zero, const u32* src0,
-                                             long long step_stride, const PD& piece_dst, const PS& piece_src,
-                                             const LW& lane_words, const Dec& dec, int steps, int lane, u32 mask) {
+                                             long long step_stride, const u32 (&piece_dst)[PER_LANE],
+                                             const int (&piece_src)[PER_LANE], const LW& lane_words, const Dec& dec,
+                                             int steps, int lane, u32 mask) {
         constexpr int NW = Dec::NW;
         constexpr bool G1 = false;
-        constexpr int PIECES = SLOT_WORDS / 4, PER_LANE = (PIECES + ESCHA_WAVE - 1) / ESCHA_WAVE;
         const int nkb = p.k_split / 128;
         u32 a_addr[MT][2], a_step[MT][2];
         const float* sc_row[MT][mu::ACC];
@@ -480,18 +474,10 @@ struct FusedLinear {
         for (int part = 0; part < 2; ++part) x0_addr[part] = smem_addr(xq + mu::i8_x_word(lane, part));
         int dpart[TPW][mu::I8_DOT_COLS];
         fill(dpart, 0);
-        auto load_step = [&](int step) {
-            const u32 slot_bytes = 4u * (u32)((step % STAGES) * SLOT_WORDS);
-            const u32* src = src0 + step * step_stride;
-            #pragma unroll
-            for (int i = 0; i < PER_LANE; ++i)
-                if (PIECES % ESCHA_WAVE == 0 || i * ESCHA_WAVE + lane < PIECES)
-                    async_copy16(piece_dst[i] + slot_bytes, src + piece_src[i]);
-        };
         for (int step = 0; step < steps; ++step) {
             async_wait<STAGES - 2>();
             wave_sync();
-            if (step + STAGES - 1 < steps) load_step(step + STAGES - 1);
+            if (step + STAGES - 1 < steps) copy_stage(step + STAGES - 1, src0, step_stride, piece_dst, piece_src, lane);
             async_commit();
             const u32 slot = 4u * (u32)((step % STAGES) * SLOT_WORDS);
             #pragma unroll
@@ -565,6 +551,18 @@ struct FusedLinear {
             }
             wave_sync();      // every lane done reading this slot before it is refilled
         }
+    }
+
+    // Stage `step` of the wave's trellis tiles (RB rows x TPW tiles) into its ring slot: this lane's
+    // 16-byte async copies (shared / global offsets per piece fixed per lane, see run()).
+    ESCHA_DEVICE static void copy_stage(int step, const u32* src0, long long step_stride, const u32 (&piece_dst)[PER_LANE],
+                                        const int (&piece_src)[PER_LANE], int lane) {
+        const u32 slot_bytes = 4u * (u32)((step % STAGES) * SLOT_WORDS);
+        const u32* src = src0 + step * step_stride;
+        #pragma unroll
+        for (int i = 0; i < PER_LANE; ++i)
+            if (PIECES % ESCHA_WAVE == 0 || i * ESCHA_WAVE + lane < PIECES)
+                async_copy16(piece_dst[i] + slot_bytes, src + piece_src[i]);
     }
 
     // The swapped route's A side from the prep kernel's fp16 rows (XH): each lane expands 8
