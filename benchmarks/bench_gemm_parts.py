@@ -17,9 +17,10 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from escha_jit.kernels import gemm, prep  # noqa: E402
+from escha_jit.kernels import gemm  # noqa: E402
 from escha_jit.ops.common import DTYPE_NAMES, arch_of, kernel_for  # noqa: E402
-from escha_jit.ops.fused import scratch  # noqa: E402
+from escha_jit.ops.fused import prep_kernel, run_prep, scratch  # noqa: E402
+from escha_jit.ops.gemm import run_gemm  # noqa: E402
 from escha_jit.ops.linear import linear_unfused  # noqa: E402
 from bench_linear import random_layers, time_graph  # noqa: E402
 
@@ -27,19 +28,16 @@ from bench_linear import random_layers, time_graph  # noqa: E402
 def launcher(x, w, y, diag: int, prep_only: bool = False, **tile):
     dev = x.device
     arch = arch_of(dev)
-    ps = prep.spec_for(arch, DTYPE_NAMES[x.dtype])
-    pk = kernel_for(ps, dev, prep.ARGS, prep.render_extra(ps))
+    pk = prep_kernel(dev, DTYPE_NAMES[x.dtype])
     gs = gemm.variant(gemm.spec_for(arch, w.K, w.codebook, DTYPE_NAMES[y.dtype]), diag=diag, **tile)
     gk = kernel_for(gs, dev, gemm.ARGS, gemm.render_extra(gs))
-    M, IC, OC = x.shape[0], w.IC, w.OC
-    xh, xe = scratch.xh(dev, gemm.padded_rows(gs, M), IC)
+    xh, xe = scratch.xh(dev, gemm.padded_rows(gs, x.shape[0]), w.IC)
 
     def call():
         s = torch.cuda.current_stream().cuda_stream
-        pk.launch((M,), (prep.THREADS,), (x, x.stride(0), w.rin, w.s_in, xh, xe, IC, IC), stream=s)
+        run_prep(pk, x, w, xh, xe, s)
         if not prep_only:
-            gk.launch(gemm.grid(gs, M, OC), (gemm.THREADS,), (xh, xe, y, y.stride(0), w.code, w.rout, w.s_out, None,
-                                                             M, IC, OC, OC), smem=gemm.smem_bytes(gs), stream=s)
+            run_gemm(gk, gs, xh, xe, w, y, None, s)
     return call
 
 

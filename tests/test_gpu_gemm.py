@@ -7,10 +7,11 @@ import torch
 from escha_jit import reference as R
 from escha_jit.ops import fused as F
 from escha_jit.ops.gemm import coded_gemm, gemm_available
+from escha_jit.ops.common import arch_of
 from escha_jit.ops.linear import linear, linear_unfused
-from escha_jit.synth import random_layer
 from escha_jit.trellis import all_rate_codebooks, rate_name
 from conftest import gpu, rel_rms
+from test_gpu_kernels import _layer
 
 pytestmark = gpu
 DEV = "cuda"
@@ -21,11 +22,8 @@ TOL = {torch.float16: 1e-3, torch.bfloat16: 2.5e-3, torch.float32: 1e-3}   # out
 @pytest.fixture(autouse=True)
 def _needs_hopper():
     if not gemm_available(torch.device(DEV)):
-        pytest.skip("the coded GEMM needs an sm_90 GPU")
-
-
-def _layer(IC, OC, K, cb, seed, bias=False, escha=True):
-    return random_layer(IC, OC, K, cb, seed=seed, bias=bias, escha_scales=escha).to(DEV)
+        pytest.skip(f"the coded GEMM runs on wgmma (sm_90) only; this GPU is {arch_of(torch.device(DEV))} "
+                    f"(its prefill takes the dense-weight path, tested in test_gpu_kernels.py)")
 
 
 @pytest.mark.parametrize("K,cb", PAIRS, ids=[f"K{rate_name(k)}_{cb}" for k, cb in PAIRS])

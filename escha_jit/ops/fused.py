@@ -19,7 +19,7 @@ from ..reference import LinearWeights
 from ..autotune.table import entry_key, tables
 from .common import DTYPE_NAMES, arch_of, check_call, kernel_for
 
-__all__ = ["FusedConfig", "FusedLaunch", "MAX_M", "fused_linear", "scratch"]
+__all__ = ["FusedConfig", "FusedLaunch", "MAX_M", "fused_linear", "prep_kernel", "run_prep", "scratch"]
 
 
 class _Scratch:
@@ -143,11 +143,24 @@ def plan_for(dev: torch.device, K: float, codebook: str, IC: int, OC: int, in_dt
     k = kernel_for(spec, dev, ARGS, render_extra(spec))
     pk = None
     if cfg.xh:
-        ps = prep.spec_for(arch, in_dt)
-        pk = kernel_for(ps, dev, prep.ARGS, prep.render_extra(ps))
+        pk = prep_kernel(dev, in_dt)
     p = _PLANS[key] = Plan(cfg, launch, smem_layout(cfg, K, M, IC // launch.splits, i8), k, pk,
                            pdl_supported(arch), source)
     return p
+
+
+def prep_kernel(dev: torch.device, in_dtype: str):
+    """The loaded prep kernel (kernels.prep) of activations ``in_dtype`` ('f16', 'bf16', 'f32') on dev."""
+    s = prep.spec_for(arch_of(dev), in_dtype)
+    return kernel_for(s, dev, prep.ARGS, prep.render_extra(s))
+
+
+def run_prep(kernel, x: torch.Tensor, w: LinearWeights, xh: torch.Tensor, xh_exp: torch.Tensor, stream: int,
+             pdl: bool = False) -> None:
+    """Launch the prep kernel (kernels.prep) over the rows of x: xh[m, :IC] = the rotated, scaled
+    row as fp16 (times 2^-xh_exp[m]), one block per row; xh a flat fp16 buffer of >= M * IC."""
+    kernel.launch((x.shape[0],), (prep.THREADS,), (x, x.stride(0), w.rin, w.s_in, xh, xh_exp, w.IC, w.logical_in),
+                  stream=stream, pdl=pdl)
 
 
 def pdl_supported(arch: str) -> bool:
@@ -212,8 +225,7 @@ def fused_linear(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] 
     xh = xh_exp = None
     if cfg.xh:
         xh, xh_exp = scratch.xh(dev, M, IC)
-        plan.prep.launch((M,), (prep.THREADS,), (x, x.stride(0), w.rin, w.s_in, xh, xh_exp, IC, w.logical_in),
-                         stream=stream, pdl=plan.pdl)
+        run_prep(plan.prep, x, w, xh, xh_exp, stream, pdl=plan.pdl)
     if launch.splits > 1:
         ws, cnt = scratch.get(dev, launch.splits * M * OC, groups)
     else:

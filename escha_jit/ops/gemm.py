@@ -5,10 +5,10 @@ from typing import Optional
 
 import torch
 
-from ..kernels import gemm, prep
+from ..kernels import gemm
 from ..reference import LinearWeights
 from .common import DTYPE_NAMES, arch_of, check_call, kernel_for
-from .fused import scratch
+from .fused import prep_kernel, run_prep, scratch
 
 
 def gemm_available(dev: torch.device) -> bool:
@@ -35,18 +35,25 @@ def coded_gemm(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] = 
     if not gemm_available(dev):
         raise ValueError(f"coded_gemm needs an sm_90 NVIDIA GPU (wgmma); got {dev}")
     out, bias32 = check_call(x, w, out, bias32)
-    IC, OC, M = w.IC, w.OC, x.shape[0]
+    IC, M = w.IC, x.shape[0]
     if M == 0:
         return out
     arch = arch_of(dev)
-    ps = prep.spec_for(arch, DTYPE_NAMES[x.dtype])
-    pk = kernel_for(ps, dev, prep.ARGS, prep.render_extra(ps))
+    pk = prep_kernel(dev, DTYPE_NAMES[x.dtype])
     gs = gemm.spec_for(arch, w.K, w.codebook, DTYPE_NAMES[out.dtype])
     gk = kernel_for(gs, dev, gemm.ARGS, gemm.render_extra(gs))
     xh, xh_exp = scratch.xh(dev, gemm.padded_rows(gs, M), IC)     # the GEMM reads whole token tiles
     stream = torch.cuda.current_stream(dev).cuda_stream
-    pk.launch((M,), (prep.THREADS,), (x, x.stride(0), w.rin, w.s_in, xh, xh_exp, IC, w.logical_in), stream=stream)
-    gk.launch(gemm.grid(gs, M, OC), (gemm.THREADS,),
-              (xh, xh_exp, out, out.stride(0), w.code, w.rout, w.s_out, bias32, M, IC, OC, w.logical_out),
-              smem=gemm.smem_bytes(gs), stream=stream)
+    run_prep(pk, x, w, xh, xh_exp, stream)
+    run_gemm(gk, gs, xh, xh_exp, w, out, bias32, stream)
     return out
+
+
+def run_gemm(kernel, spec, xh: torch.Tensor, xh_exp: torch.Tensor, w: LinearWeights, out: torch.Tensor,
+             bias32: Optional[torch.Tensor], stream: int) -> None:
+    """Launch the coded GEMM ``spec`` over the prep kernel's rows (xh with whole token tiles):
+    y = out [M, out_features] from M = out.shape[0] tokens."""
+    M = out.shape[0]
+    kernel.launch(gemm.grid(spec, M, w.OC), (gemm.THREADS,),
+                  (xh, xh_exp, out, out.stride(0), w.code, w.rout, w.s_out, bias32, M, w.IC, w.OC, w.logical_out),
+                  smem=gemm.smem_bytes(spec), stream=stream)
