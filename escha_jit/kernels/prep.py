@@ -4,7 +4,9 @@ from __future__ import annotations
 from ..spec import KernelSpec
 from . import DTYPE_CODES
 
-THREADS = 256
+# 16 waves x BATCH 8 (prep.hip.j2) = 128 Hadamard blocks: a row of up to 16384 features has all its
+# loads in flight at once (one memory latency per call: the prep kernel is on every XH call's path)
+THREADS = 512
 ARGS = ("ptr", "i64", "ptr", "ptr", "ptr", "ptr", "i32", "i32")
 
 
