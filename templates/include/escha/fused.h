@@ -92,7 +92,7 @@ struct FusedLinear {
     static_assert(!I8 || CB == CB_MUL1, "int8 activations need the mul1 codebook (weights affine in hash bytes)");
     static_assert(!I8 || !XH, "the int8 route quantizes in its own prologue");
     // The int8 route serves M <= 8 (one m tile): on NVIDIA one n8 token group of the swapped unit,
-    // so tokens 8..15 are never computed (main_loop_words: G1 = false); gfx12's unit always takes 16.
+    // so tokens 8..15 are never computed (matunit_mma.h mma_swapped); gfx12's unit always takes 16.
     static_assert(!I8 || MT == 1, "the int8 route takes one m tile (M <= 8)");
     static_assert(!DOT || I8, "the dot route is the int8 route's M = 1 variant");
     // The swapped fp16 route (matunit_mma.h mma_sw): M <= 8, NVIDIA.
@@ -440,9 +440,9 @@ struct FusedLinear {
     // the block's dequantisation factor of the row (|sum| <= 128 * 1020 * 127 < 2^24: exact).
     // (With SW the same loop runs the swapped fp16 route: two-half words instead of hashes, the f16
     // unit straight into the fp32 accumulators, no folding.)
-    // Both routes serve M <= 8: one n8 token group of the swapped unit (G1 = false, tokens 8..15 of
-    // the unit never computed; at M = 9..16 the swapped fp16 route measured slower than the fp16
-    // route on the H200, kernels/fused.py SWAP_MAX_M).
+    // Both routes serve M <= 8: one n8 token group of the swapped unit (tokens 8..15 of the unit
+    // never computed; at M = 9..16 the swapped fp16 route measured slower than the fp16 route on
+    // the H200, kernels/fused.py SWAP_MAX_M).
     template <typename Dec, typename LW>
     ESCHA_DEVICE static void main_loop_words(const Args& p, float (&acc)[MT][TPW][mu::ACC], const u32* xq, int xq_ld,
                                              const float* q_scale, const half_t* zero, const u32* src0,
@@ -450,7 +450,6 @@ struct FusedLinear {
                                              const int (&piece_src)[PER_LANE], const LW& lane_words, const Dec& dec,
                                              int steps, int lane, u32 mask) {
         constexpr int NW = Dec::NW;
-        constexpr bool G1 = false;
         const int nkb = p.k_split / 128;
         u32 a_addr[MT][2], a_step[MT][2];
         const float* sc_row[MT][mu::ACC];
@@ -496,7 +495,7 @@ struct FusedLinear {
                 const int row = step * RB + r;                      // tile row inside the block's K range
                 if constexpr (DOT) {
                     mu::XFragI8 xf;
-                    mu::load_x_i8(xf, x0_addr[0] + 64u * (u32)row, x0_addr[1] + 64u * (u32)row, false);
+                    mu::load_x_i8(xf, x0_addr[0] + 64u * (u32)row, x0_addr[1] + 64u * (u32)row);
                     #pragma unroll
                     for (int b = 0; b < TPW; ++b)
                         #pragma unroll
@@ -524,14 +523,13 @@ struct FusedLinear {
                 #pragma unroll
                 for (int a = 0; a < MT; ++a) {
                     mu::XFragI8 xf;
-                    mu::load_x_i8(xf, a_addr[a][0] + (u32)row * a_step[a][0], a_addr[a][1] + (u32)row * a_step[a][1],
-                                  G1);
+                    mu::load_x_i8(xf, a_addr[a][0] + (u32)row * a_step[a][0], a_addr[a][1] + (u32)row * a_step[a][1]);
                     #pragma unroll
                     for (int b = 0; b < TPW; ++b) {
                         if constexpr (SW)
-                            mu::mma_sw(acc[a][b], xf, bf[b], G1);
+                            mu::mma_sw(acc[a][b], xf, bf[b]);
                         else
-                            mu::mma_i8(iacc[a][b], xf, bf[b], G1);
+                            mu::mma_i8(iacc[a][b], xf, bf[b]);
                     }
                 }
                 if (I8 && (row & 7) == 7) {                         // end of a 128-feature block

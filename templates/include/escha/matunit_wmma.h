@@ -57,13 +57,13 @@ ESCHA_DEVICE constexpr int i8_slot(int k) { return k; }      // natural order in
 ESCHA_DEVICE int i8_x_row(int lane, int /*part*/) { return lane & 15; }
 ESCHA_DEVICE int i8_x_word(int lane, int part) { return 8 * (lane >> 4) + 4 * part; }
 
-ESCHA_DEVICE void load_x_i8(XFragI8& x, u32 addr0, u32 addr1, bool /*group1*/) {
+ESCHA_DEVICE void load_x_i8(XFragI8& x, u32 addr0, u32 addr1) {
     const u32v4 p0 = lds128(addr0), p1 = lds128(addr1);
     x.v[0] = p0.x; x.v[1] = p0.y; x.v[2] = p0.z; x.v[3] = p0.w;
     x.v[4] = p1.x; x.v[5] = p1.y; x.v[6] = p1.z; x.v[7] = p1.w;
 }
 
-ESCHA_DEVICE void mma_i8(int (&c)[ACC], const XFragI8& x, const BFragI8& b, bool /*group1*/) {
+ESCHA_DEVICE void mma_i8(int (&c)[ACC], const XFragI8& x, const BFragI8& b) {
     int8v_t acc = {c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]};
     #pragma unroll
     for (int t = 0; t < 4; ++t) {
@@ -78,7 +78,7 @@ ESCHA_DEVICE void mma_i8(int (&c)[ACC], const XFragI8& x, const BFragI8& b, bool
 // The swapped fp16 route is NVIDIA's (fused.h static_asserts it away on gfx12, where the f16 WMMA
 // would take 2 instructions per tile for it); declared so the shared main loop names it.
 template <typename C>
-ESCHA_DEVICE void mma_sw(C&, const XFragI8&, const BFragI8&, bool) {
+ESCHA_DEVICE void mma_sw(C&, const XFragI8&, const BFragI8&) {
     static_assert(sizeof(C) == 0, "no swapped fp16 route on gfx12");
 }
 
