@@ -663,13 +663,7 @@ struct FusedLinear {
             float amax = 0.f;
             #pragma unroll
             for (int i = 0; i < 4; ++i) amax = fmaxf(amax, fabsf(v[i]));
-            if (wave_any(!(amax < 32768.f))) {                    // rare: needs a row exponent
-                #pragma unroll
-                for (int s = 16; s > 0; s >>= 1) amax = fmaxf(amax, shfl_xor(amax, s));
-                if (lane == 0) atomicMax(row_exp + m, fp16_safe_exponent(amax));    // >= 1 here
-                return;
-            }
-            store(m, kb, v, 1.f);
+            if (fp16_fits_or_raise(amax, lane, row_exp + m)) store(m, kb, v, 1.f);     // else rare: redone below
         });
         __syncthreads();
         rotated_items<2>(p, lane, wave, [&](int m) { return row_exp[m] != 0; }, [&](int m, int kb, float (&v)[4]) {
@@ -752,15 +746,8 @@ struct FusedLinear {
             float v[4];
             #pragma unroll
             for (int i = 0; i < 4; ++i) v[i] = red[r * RED_LD + 4 * lane + i];
-            hadamard128_lane(v, lane);
-            const int col = g * COLS + 4 * lane;
-            #pragma unroll
-            for (int i = 0; i < 4; ++i) {
-                float f = v[i] * HAD128_SCALE * half_to_float(p.rout[col + i]);
-                if (p.s_out) f *= p.s_out[col + i];
-                if (p.bias) f += p.bias[col + i];
-                if (col + i < p.out_valid) p.y[(long long)(m0 + r) * p.ldy + col + i] = from_float<out_t>(f);
-            }
+            finish_row128(v, lane, HAD128_SCALE, g * COLS, p.rout, p.s_out, p.bias, p.out_valid, p.y,
+                          (long long)(m0 + r) * p.ldy);
         }
     }
 };

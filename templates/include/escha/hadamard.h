@@ -17,6 +17,17 @@ ESCHA_DEVICE int fp16_safe_exponent(float bound) {
     return ex >= 15 ? ex - 14 : 0;
 }
 
+// Whether this wave's rotated values (amax = this lane's max |v|) fit fp16 unscaled. If not, the
+// wave's max raises *row_e (atomicMax) to the exponent the row needs (the caller redoes the row
+// scaled by 2^-row_e); wave-uniform result.
+ESCHA_DEVICE bool fp16_fits_or_raise(float amax, int lane, int* row_e) {
+    if (!wave_any(!(amax < 32768.f))) return true;
+    #pragma unroll
+    for (int s = 16; s > 0; s >>= 1) amax = fmaxf(amax, shfl_xor(amax, s));
+    if (lane == 0) atomicMax(row_e, fp16_safe_exponent(amax));    // >= 1 here
+    return false;
+}
+
 ESCHA_DEVICE void hadamard128_lane(float (&v)[4], int lane) {
     float a0 = v[0] + v[1], a1 = v[0] - v[1], a2 = v[2] + v[3], a3 = v[2] - v[3];   // stride 1
     v[0] = a0 + a2; v[1] = a1 + a3; v[2] = a0 - a2; v[3] = a1 - a3;                 // stride 2
@@ -28,6 +39,24 @@ ESCHA_DEVICE void hadamard128_lane(float (&v)[4], int lane) {
             float o = shfl_xor(v[i], m);
             v[i] = upper ? o - v[i] : v[i] + o;
         }
+    }
+}
+
+// The output side of a coded linear for one row (token) and one 128-feature Hadamard block: v =
+// this lane's 4 fp32 sums (features col0 + 4*lane .. +3 of the block) -> H128, times scale (the
+// Hadamard's 1/sqrt(128), times the row's 2^e where the caller has not applied it), rout, s_out,
+// plus bias, rounded once into y[row_off + col] for col < out_valid.
+template <typename out_t>
+ESCHA_DEVICE void finish_row128(float (&v)[4], int lane, float scale, int col0, const half_t* rout,
+                                const float* s_out, const float* bias, int out_valid, out_t* y, long long row_off) {
+    hadamard128_lane(v, lane);
+    const int c = col0 + 4 * lane;
+    #pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        float f = v[i] * scale * half_to_float(rout[c + i]);
+        if (s_out) f *= s_out[c + i];
+        if (bias) f += bias[c + i];
+        if (c + i < out_valid) y[row_off + c + i] = from_float<out_t>(f);
     }
 }
 
