@@ -10,6 +10,7 @@ from ..errors import EschaError
 from ..jit import compile_spec
 from ..runtime import Kernel, device_arch, runtime_for
 from ..spec import KernelSpec
+from ..trellis import check_rate_codebook, tile_words
 
 DTYPE_NAMES = {torch.float16: "f16", torch.bfloat16: "bf16", torch.float32: "f32"}
 
@@ -82,7 +83,6 @@ def check_call(x: torch.Tensor, w, out: Optional[torch.Tensor], bias32: Optional
     have their dtypes and shapes; ``bias32`` (default: the layer's bias in fp32) is fp32 [OC];
     ``out`` (allocated as [M, out_features] of ``out_dtype`` or x's dtype when None) is a
     [M, out_features] view with unit last stride. Returns (out, bias32)."""
-    from ..trellis import check_rate_codebook, tile_words
     check_rate_codebook(w.K, w.codebook)
     dev = w.code.device
     if x.dim() != 2:
