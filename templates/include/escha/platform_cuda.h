@@ -155,4 +155,13 @@ ESCHA_DEVICE void grid_dependency_wait() {
     asm volatile("griddepcontrol.wait;\n" ::: "memory");
 #endif
 }
+// Let the next kernel of the stream, if it is launched as a programmatic dependent, be scheduled
+// before this grid ends (once every block of this grid has called this): its blocks take SM
+// slots as this grid's blocks exit, stream their weights and wait in grid_dependency_wait. A
+// no-op for a next kernel launched normally.
+ESCHA_DEVICE void grid_dependents_launch() {
+#if __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
 }  // namespace escha
