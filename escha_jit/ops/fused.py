@@ -167,11 +167,15 @@ def pdl_supported(arch: str) -> bool:
     """Whether fused calls on ``arch`` launch their kernels as programmatic dependents: NVIDIA
     sm_90 and later (griddepcontrol), unless ESCHA_JIT_NO_PDL=1. Each kernel then streams its
     first weight stages while the previous kernel of the stream finishes, and waits for it
-    in-kernel before touching activations or writing anything (include/escha/fused.h).
+    in-kernel before touching activations or writing anything (include/escha/fused.h). The fused
+    kernel in turn lets the next programmatic dependent be scheduled before it ends (at block
+    start, or after its main loop when it takes the prep kernel's rows); kernels launched
+    normally after it are not affected.
 
-    Consequence: a layer's trellis ``code`` must not be written by the kernel that runs right
-    before one of its calls on the same stream (weights are constants in inference; after an
-    in-place weight update, synchronize the stream first or set ESCHA_JIT_NO_PDL=1)."""
+    Consequence: a layer's trellis ``code`` must not be written by a kernel that may still be
+    running when one of its calls is launched on the same stream (with the early scheduling that
+    can be two kernels back; weights are constants in inference; after an in-place weight update,
+    synchronize the stream first or set ESCHA_JIT_NO_PDL=1)."""
     if env.no_pdl() or vendor_of(arch) != "nvidia":
         return False
     digits = re.match(r"\d+", arch[3:])

@@ -15,8 +15,8 @@
 // 16-row operand, one 32-bit word of two fp16 halves per weight against the token's {x, x}); the
 // opt-in int8 route (I8, mul1: hash bytes x int8 tokens, DOT: on the dot unit at M = 1).
 // On NVIDIA sm_90 the kernel is a programmatic dependent: it streams its first weight stages,
-// then waits for the previous kernel (grid_dependency_wait) before touching x or writing; without
-// XH it also lets the next one be scheduled early (grid_dependents_launch).
+// then waits for the previous kernel (grid_dependency_wait) before touching x or writing; it lets
+// the next one be scheduled early (grid_dependents_launch: at block start, with XH after the main loop).
 // Split K without grid-wide barriers: with S > 1 every block writes its fp32 partial to a
 // workspace and bumps a per-column-group counter (release / acquire: platform partials_*); the
 // last block to arrive sums the S partials in a fixed order (deterministic), applies the output
@@ -121,8 +121,9 @@ struct FusedLinear {
         ESCHA_TRACE(0);                                      // block start
         // Kernels with the in-kernel prologue let a programmatic dependent that follows them be
         // scheduled at once (H200: 4096x4096 M <= 4 4-7 % faster per graph-chained call); with the
-        // prep kernel (XH) the next kernel is usually the next call's prep grid, and an early
-        // start of it measured ~3 % slower (14336x4096 M = 16; benchmarks/RESULTS.md session 6).
+        // prep kernel (XH) the next kernel is usually the next call's prep grid, whose blocks
+        // resident from the start measured ~3 % slower (14336x4096 M = 16), from the epilogue on
+        // 1-3 % faster (benchmarks/RESULTS.md session 6).
         if constexpr (!XH) grid_dependents_launch();
         const int lane = threadIdx.x % ESCHA_WAVE, wave = threadIdx.x / ESCHA_WAVE;
         const int g = blockIdx.x, split = blockIdx.y;
@@ -330,6 +331,9 @@ struct FusedLinear {
         async_wait<0>();
         __syncthreads();
         ESCHA_TRACE(3);                                      // main loop done (all waves)
+        // With the prep kernel (XH), the next call's prep grid may be scheduled from here on (it
+        // waits in-kernel for this grid to end): its launch overlaps this epilogue.
+        if constexpr (XH) grid_dependents_launch();
 
         // ---- epilogue, 16 rows (one m tile) at a time through shared memory [16][COLS]
         const int S = gridDim.y;
