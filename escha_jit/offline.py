@@ -1,8 +1,10 @@
 """Offline compilation of shipped specializations for a named arch, no GPU needed (torch-free).
 
 Used by ``escha-jit compile`` and by CI: every spec is rendered and compiled (in parallel
-processes), and each code object is checked: no spills, and for AMD the ELF really targets the
-arch with wave32. Results come back as rows for a table or JSON.
+processes), and each code object is checked: no spills; for AMD the ELF really targets the arch
+with wave32 and the product kernels use the matrix / dot instruction they are written for; for
+NVIDIA the same from the SASS (with the ``sass`` extra), plus the dependent-launch instructions.
+Results come back as rows for a table or JSON.
 """
 from __future__ import annotations
 
@@ -67,6 +69,8 @@ def check_code_object(spec: KernelSpec, binary: bytes, resources: dict) -> list[
             problems += _check_amd_matrix_unit(spec, binary)
     elif not binary.startswith(b"\x7fELF"):
         problems.append("not an ELF cubin")
+    elif spec.op in SASS_EXPECTED:
+        problems += _check_nvidia_sass(spec, binary)
     return problems
 
 
@@ -89,6 +93,37 @@ def _check_amd_matrix_unit(spec: KernelSpec, binary: bytes) -> list[str]:
     except (ToolchainUnavailable, RuntimeError) as e:
         return [f"cannot disassemble to check for v_wmma: {e}"]
     return [] if want in asm else [f"no {want} in the disassembly"]
+
+
+# what each NVIDIA kernel's SASS must contain: its products' unit (the matrix unit; the integer dot
+# unit for fused_i8 with dot=1), and on sm_90+ the programmatic-dependent-launch pair the host
+# relies on (griddepcontrol.wait -> ACQBULK, griddepcontrol.launch_dependents -> PREEXIT)
+SASS_EXPECTED = {"fused": ("HMMA.16816.F32",), "fused_i8": ("IMMA.16832.U8.S8",), "gemm": ("HGMMA",), "prep": ()}
+SASS_DOT = "IDP.4A.S8.U8"
+SASS_PDL = {"fused": ("ACQBULK", "PREEXIT"), "fused_i8": ("ACQBULK", "PREEXIT"), "prep": ("ACQBULK",)}
+
+
+def expected_sass(spec: KernelSpec) -> tuple:
+    want = SASS_EXPECTED[spec.op]
+    if spec.op == "fused_i8" and spec.params.get("dot"):
+        want = (SASS_DOT,)
+    digits = "".join(ch for ch in spec.arch[3:] if ch.isdigit())
+    if digits and int(digits) >= 90:
+        want += SASS_PDL.get(spec.op, ())
+    return want
+
+
+def _check_nvidia_sass(spec: KernelSpec, binary: bytes) -> list[str]:
+    """The instructions of expected_sass must be in the cubin's SASS (skipped without cuobjdump:
+    the ``sass`` extra; CI installs it)."""
+    from .toolchain.sass import disassemble, find_cuobjdump
+    if not find_cuobjdump():
+        return []
+    try:
+        sass = disassemble(binary)
+    except RuntimeError as e:
+        return [f"cannot disassemble to check the SASS: {e}"]
+    return [f"no {w} in the SASS" for w in expected_sass(spec) if w not in sass]
 
 
 def _compile_one(args: tuple) -> CompileRow:

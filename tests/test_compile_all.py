@@ -1,14 +1,18 @@
 """CI compiles every shipped specialization for sm_90 (NVRTC) and gfx1201 (clang-22 with hipRTC's
 header and ROCm bitcode) and checks each code object: ELF arch, wave32 on AMD, no spills or
-scratch. Fails (does not skip) when a toolchain is missing, unless ESCHA_JIT_SKIP_AMD=1 for AMD."""
+scratch, the matrix / dot instruction (and on sm_90 the dependent-launch pair) in the disassembly.
+Fails (does not skip) when a toolchain is missing, unless ESCHA_JIT_SKIP_AMD=1 for AMD; the sm_90
+SASS checks need the ``sass`` extra, which the README's test command installs."""
 import os
 
 import pytest
 
 from escha_jit import env
 
+from escha_jit.kernels import fused
 from escha_jit.kernels.registry import shipped_specs
-from escha_jit.offline import compile_all
+from escha_jit.offline import check_code_object, compile_all, expected_sass
+from escha_jit.toolchain.sass import find_cuobjdump
 
 
 def _check(arch, tmp_path):
@@ -20,6 +24,7 @@ def _check(arch, tmp_path):
 
 
 def test_every_sm90_specialization(tmp_path):
+    assert find_cuobjdump(), "cuobjdump missing: the sm_90 SASS checks need escha_jit[sass]"
     rows = _check("sm_90", tmp_path)
     assert any("fused" in r.spec for r in rows) and any("reconstruct" in r.spec for r in rows)
 
@@ -29,3 +34,29 @@ def test_every_gfx1201_specialization(tmp_path):
         pytest.skip("ESCHA_JIT_SKIP_AMD=1: the AMD toolchain is deliberately not installed here")
     rows = _check("gfx1201", tmp_path)
     assert all(r.wavefront == 32 for r in rows if r.wavefront is not None)
+
+
+def test_sass_check_names_what_is_missing(tmp_path):
+    """The SASS check fails a code object without its unit's instruction or the dependent-launch
+    pair: the prep kernel's cubin presented as a fused kernel's."""
+    if not find_cuobjdump():
+        pytest.skip("cuobjdump missing (escha_jit[sass])")
+    from escha_jit.jit import compile_spec
+    from escha_jit.cache import KernelCache
+    from escha_jit.kernels import prep
+    ps = prep.spec_for("sm_90", "f16")
+    entry = compile_spec(ps, prep.render_extra(ps), cache=KernelCache(str(tmp_path)))
+    assert check_code_object(ps, entry.code.binary, entry.code.resources) == []
+    fs = fused.spec_for("sm_90", 2.0, "mcg", "f16", "f16", fused.FusedConfig())
+    res = {fs.kernel_name(): entry.code.resources[ps.kernel_name()]}
+    problems = check_code_object(fs, entry.code.binary, res)
+    assert problems == ["no HMMA.16816.F32 in the SASS", "no PREEXIT in the SASS"], problems
+
+
+def test_expected_sass_per_kernel_and_arch():
+    f90 = fused.spec_for("sm_90", 2.0, "mcg", "f16", "f16", fused.FusedConfig())
+    f80 = fused.spec_for("sm_80", 2.0, "mcg", "f16", "f16", fused.FusedConfig())
+    dot = fused.spec_for("sm_90", 2.0, "mul1", "f16", "f16", fused.FusedConfig(warps=4, dot=1), act_quant="int8")
+    assert expected_sass(f90) == ("HMMA.16816.F32", "ACQBULK", "PREEXIT")
+    assert expected_sass(f80) == ("HMMA.16816.F32",)                 # no griddepcontrol before sm_90
+    assert expected_sass(dot) == ("IDP.4A.S8.U8", "ACQBULK", "PREEXIT")
