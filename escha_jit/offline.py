@@ -19,7 +19,7 @@ from .cache import KernelCache
 from .errors import EschaError
 from .jit import compile_spec, toolchain_for
 from .kernels.registry import dynamic_smem, shipped_specs, smem_limit
-from .spec import KernelSpec
+from .spec import KernelSpec, nvidia_sm
 
 log = logging.getLogger(__name__)
 
@@ -107,8 +107,7 @@ def expected_sass(spec: KernelSpec) -> tuple:
     want = SASS_EXPECTED[spec.op]
     if spec.op == "fused_i8" and spec.params.get("dot"):
         want = (SASS_DOT,)
-    digits = "".join(ch for ch in spec.arch[3:] if ch.isdigit())
-    if digits and int(digits) >= 90:
+    if nvidia_sm(spec.arch) >= 90:
         want += SASS_PDL.get(spec.op, ())
     return want
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 from typing import Any, Mapping, Optional
 
 from .trellis import check_rate, check_rate_codebook, rate_name
@@ -25,6 +26,15 @@ def vendor_of(arch: str) -> str:
     if arch.startswith(AMD_PREFIX):
         return "amd"
     raise ValueError(f"unknown target arch {arch!r}: expected sm_XX (NVIDIA) or gfxNNNN (AMD)")
+
+
+def nvidia_sm(arch: str) -> int:
+    """The compute capability of an NVIDIA arch as a number (90 for sm_90 and sm_90a); 0 for AMD.
+    sm_90 and later have griddepcontrol (programmatic dependent launch, include/escha/platform_cuda.h)."""
+    if vendor_of(arch) != "nvidia":
+        return 0
+    digits = re.match(r"\d+", arch[len(NVIDIA_PREFIX):])
+    return int(digits.group()) if digits else 0
 
 
 @dataclasses.dataclass(frozen=True)

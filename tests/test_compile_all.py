@@ -39,8 +39,7 @@ def test_every_gfx1201_specialization(tmp_path):
 def test_sass_check_names_what_is_missing(tmp_path):
     """The SASS check fails a code object without its unit's instruction or the dependent-launch
     pair: the prep kernel's cubin presented as a fused kernel's."""
-    if not find_cuobjdump():
-        pytest.skip("cuobjdump missing (escha_jit[sass])")
+    assert find_cuobjdump(), "cuobjdump missing: the SASS checks need escha_jit[sass]"
     from escha_jit.jit import compile_spec
     from escha_jit.cache import KernelCache
     from escha_jit.kernels import prep

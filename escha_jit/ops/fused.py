@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 import threading
 from typing import Optional
 
@@ -13,7 +12,7 @@ from ..kernels.fused import (ARGS, COLS, I8_MAX_M, MAX_M, SMEM_BUDGET, FusedConf
                              default_config, default_config_i8, default_launch, render_extra, smem_layout, spec_for,
                              swap_route)
 from ..kernels.registry import fused_fits
-from ..spec import vendor_of
+from ..spec import nvidia_sm, vendor_of
 from .. import env
 from ..reference import LinearWeights
 from ..autotune.table import entry_key, tables
@@ -176,10 +175,7 @@ def pdl_supported(arch: str) -> bool:
     running when one of its calls is launched on the same stream (with the early scheduling that
     can be two kernels back; weights are constants in inference; after an in-place weight update,
     synchronize the stream first or set ESCHA_JIT_NO_PDL=1)."""
-    if env.no_pdl() or vendor_of(arch) != "nvidia":
-        return False
-    digits = re.match(r"\d+", arch[3:])
-    return digits is not None and int(digits.group()) >= 90
+    return not env.no_pdl() and nvidia_sm(arch) >= 90
 
 
 def fused_handles(dev: torch.device, K: float, M: int, act_quant: Optional[str] = None) -> bool:
