@@ -626,37 +626,40 @@ struct FusedLinear {
     // The block's items (row m, 128-block kb) of x, one wave per item: visit(m, kb, v) receives
     // v = H128(x * s_in * rin) * HAD128_SCALE of this lane's 4 features. BATCH items per wave have
     // their global loads in flight together (the prologue is on the critical path before the first
-    // matrix-unit step: one memory latency per batch, not per item). Items whose row fails
-    // keep(m) are neither loaded nor visited.
+    // matrix-unit step: one memory latency per batch, not per item): the loads of every item are
+    // issued (load_raw4) before any is used (scale_raw4). Items whose row fails keep(m) are
+    // neither loaded nor visited.
     template <int BATCH, typename Keep, typename Visit>
     ESCHA_DEVICE static void rotated_items(const Args& p, int lane, int wave, Keep keep, Visit visit) {
         const int nkb = p.k_split / 128, items = p.M * nkb;
         const int k_begin = blockIdx.y * p.k_split;
         const bool vec = p.in_valid == p.IC && (p.ldx % 8) == 0 && (reinterpret_cast<u64>(p.x) % 16) == 0;
         for (int item0 = wave; item0 < items; item0 += BATCH * WARPS) {
-            float vb[BATCH][4];
+            Raw4 raw[BATCH];
+#if ESCHA_FUSED_DIAG != 3
             #pragma unroll
             for (int u = 0; u < BATCH; ++u) {
                 const int item = item0 + u * WARPS;
-#if ESCHA_FUSED_DIAG != 3
                 if (item < items && keep(item / nkb))
-                    load_scaled4(p, item / nkb, k_begin + (item % nkb) * 128 + 4 * lane, vec, vb[u]);
-#else
-                #pragma unroll
-                for (int i = 0; i < 4; ++i) vb[u][i] = 1.f;
-#endif
+                    load_raw4(p, item / nkb, k_begin + (item % nkb) * 128 + 4 * lane, vec, raw[u]);
             }
+#endif
             #pragma unroll
             for (int u = 0; u < BATCH; ++u) {
                 const int item = item0 + u * WARPS;
                 if (item >= items) break;
                 if (!keep(item / nkb)) continue;
+                float v[4];
 #if ESCHA_FUSED_DIAG != 3
-                hadamard128_lane(vb[u], lane);
+                scale_raw4(p, raw[u], v);
+                hadamard128_lane(v, lane);
+#else
+                #pragma unroll
+                for (int i = 0; i < 4; ++i) v[i] = 1.f;
 #endif
                 #pragma unroll
-                for (int i = 0; i < 4; ++i) vb[u][i] *= HAD128_SCALE;
-                visit(item / nkb, item % nkb, vb[u]);
+                for (int i = 0; i < 4; ++i) v[i] *= HAD128_SCALE;
+                visit(item / nkb, item % nkb, v);
             }
         }
     }
@@ -709,25 +712,32 @@ struct FusedLinear {
             }
     }
 
-    // x[m, k..k+3] * s_in * rin as fp32 (zero beyond the logical input width).
-    ESCHA_DEVICE static void load_scaled4(const Args& p, int m, int k, bool vec, float (&v)[4]) {
+    // x[m, k..k+3], rin[k..k+3] and s_in[k..k+3] as loaded (raw words; x zero beyond the logical
+    // input width): load_raw4 only issues the loads, scale_raw4 turns them into fp32
+    // x * s_in * rin, so that a batch has all its loads in flight before it waits for one.
+    struct Raw4 { u32 x[sizeof(in_t)]; u32 r[2]; f32x4 s; };
+    ESCHA_DEVICE static void load_raw4(const Args& p, int m, int k, bool vec, Raw4& w) {
         const in_t* xr = p.x + m * p.ldx + k;
         if (vec) {
-            load4(xr, v);
+            load_words4(xr, w.x);
         } else {
+            in_t* x = reinterpret_cast<in_t*>(w.x);
             #pragma unroll
-            for (int i = 0; i < 4; ++i) v[i] = k + i < p.in_valid ? to_float(xr[i]) : 0.f;
+            for (int i = 0; i < 4; ++i) x[i] = k + i < p.in_valid ? xr[i] : from_float<in_t>(0.f);
         }
-        float r[4];
-        load4(p.rin + k, r);
+        load_words4(p.rin + k, w.r);
+        if (p.s_in) w.s = *reinterpret_cast<const f32x4*>(p.s_in + k);
+    }
+    ESCHA_DEVICE static void scale_raw4(const Args& p, const Raw4& w, float (&v)[4]) {
+        const in_t* x = reinterpret_cast<const in_t*>(w.x);
+        const half_t* r = reinterpret_cast<const half_t*>(w.r);
+        #pragma unroll
+        for (int i = 0; i < 4; ++i) v[i] = to_float(x[i]);
         if (p.s_in) {
-            float s4[4];
-            load4(p.s_in + k, s4);
-            #pragma unroll
-            for (int i = 0; i < 4; ++i) v[i] *= s4[i];
+            v[0] *= w.s.x; v[1] *= w.s.y; v[2] *= w.s.z; v[3] *= w.s.w;
         }
         #pragma unroll
-        for (int i = 0; i < 4; ++i) v[i] *= r[i];
+        for (int i = 0; i < 4; ++i) v[i] *= half_to_float(r[i]);
     }
 
     ESCHA_DEVICE static void store_half4(half_t* dst, const float (&v)[4], float scale) {

@@ -49,22 +49,18 @@ template <> ESCHA_DEVICE half_t from_float<half_t>(float v) { return float_to_ha
 template <> ESCHA_DEVICE bf16_t from_float<bf16_t>(float v) { return float_to_bf16(v); }
 template <> ESCHA_DEVICE float from_float<float>(float v) { return v; }
 
-// Four consecutive elements as fp32, one vector load (the pointer must be aligned to 4 elements).
-ESCHA_DEVICE void load4(const half_t* p, float (&v)[4]) {
-    const u64 w = *reinterpret_cast<const u64*>(p);
-    const half_t* h = reinterpret_cast<const half_t*>(&w);
-    #pragma unroll
-    for (int i = 0; i < 4; ++i) v[i] = half_to_float(h[i]);
-}
-ESCHA_DEVICE void load4(const bf16_t* p, float (&v)[4]) {
-    const u64 w = *reinterpret_cast<const u64*>(p);
-    const bf16_t* h = reinterpret_cast<const bf16_t*>(&w);
-    #pragma unroll
-    for (int i = 0; i < 4; ++i) v[i] = bf16_to_float(h[i]);
-}
-ESCHA_DEVICE void load4(const float* p, float (&v)[4]) {
-    const f32x4 w = *reinterpret_cast<const f32x4*>(p);
-    v[0] = w.x; v[1] = w.y; v[2] = w.z; v[3] = w.w;
+// Four consecutive 2- or 4-byte elements (aligned to 4 elements) as raw 32-bit words, one vector
+// load and no conversion (the caller converts later: loads of a batch stay in flight together).
+template <typename T>
+ESCHA_DEVICE void load_words4(const T* p, u32 (&w)[sizeof(T)]) {
+    static_assert(sizeof(T) == 2 || sizeof(T) == 4, "2- or 4-byte elements");
+    if constexpr (sizeof(T) == 2) {
+        const u64 v = *reinterpret_cast<const u64*>(p);
+        w[0] = (u32)v; w[1] = (u32)(v >> 32);
+    } else {
+        const f32x4 v = *reinterpret_cast<const f32x4*>(p);
+        w[0] = bit_cast<u32>(v.x); w[1] = bit_cast<u32>(v.y); w[2] = bit_cast<u32>(v.z); w[3] = bit_cast<u32>(v.w);
+    }
 }
 
 // Eight halves (16 bytes, 16-byte aligned) as four raw 32-bit words, one vector load.
