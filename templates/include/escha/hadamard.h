@@ -46,16 +46,26 @@ ESCHA_DEVICE void hadamard128_lane(float (&v)[4], int lane) {
 // this lane's 4 fp32 sums (features col0 + 4*lane .. +3 of the block) -> H128, times scale (the
 // Hadamard's 1/sqrt(128), times the row's 2^e where the caller has not applied it), rout, s_out,
 // plus bias, rounded once into y[row_off + col] for col < out_valid.
+// The scales and bias are loaded first, all 12 together and before any store to y (which the
+// compiler must assume may alias them): loaded per element between the stores, each element
+// waited one memory latency on the last block's critical path.
 template <typename out_t>
 ESCHA_DEVICE void finish_row128(float (&v)[4], int lane, float scale, int col0, const half_t* rout,
                                 const float* s_out, const float* bias, int out_valid, out_t* y, long long row_off) {
-    hadamard128_lane(v, lane);
     const int c = col0 + 4 * lane;
+    float ro[4], so[4], bi[4];
     #pragma unroll
     for (int i = 0; i < 4; ++i) {
-        float f = v[i] * scale * half_to_float(rout[c + i]);
-        if (s_out) f *= s_out[c + i];
-        if (bias) f += bias[c + i];
+        ro[i] = half_to_float(rout[c + i]);
+        so[i] = s_out ? s_out[c + i] : 1.f;
+        bi[i] = bias ? bias[c + i] : 0.f;
+    }
+    hadamard128_lane(v, lane);
+    #pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        float f = v[i] * scale * ro[i];
+        if (s_out) f *= so[i];
+        if (bias) f += bi[i];
         if (c + i < out_valid) y[row_off + c + i] = from_float<out_t>(f);
     }
 }
