@@ -583,7 +583,11 @@ struct FusedLinear {
                                       int wave) {
         const int k_begin = blockIdx.y * p.k_split, nkb = p.k_split / 128;
         const int pieces_row = p.k_split / 8, total = p.M * pieces_row;       // a multiple of 16
-        for (int t = threadIdx.x; t < MP; t += blockDim.x) row_exp[t] = t < p.M ? p.xh_exp[t] : 0;
+        // the row exponents: loaded now, stored after the rows (a store right after the load made
+        // the wave doing it wait one memory latency before its first row load)
+        static_assert(MP <= 32 * WARPS, "one exponent per thread");
+        const int t_exp = threadIdx.x;
+        const int e = t_exp < p.M ? p.xh_exp[t_exp] : 0;
         constexpr int BATCH = 4;
         for (int c0 = 32 * wave; c0 < total; c0 += 32 * WARPS * BATCH) {
             u32 v[BATCH][4];
@@ -619,6 +623,7 @@ struct FusedLinear {
                 }
             }
         }
+        if (t_exp < MP) row_exp[t_exp] = e;
         __syncthreads();
         if constexpr (CB == CB_MUL1) row_totals(p, xsum, 1.f);
     }
