@@ -4,8 +4,8 @@
 # prints per-cell time ratios against tree A (benchmarks/ab_compare.py). Each tree is a folder that
 # holds an escha_jit package with its templates/ and tuning/
 # (`git archive <rev> escha_jit templates tuning | tar -x -C ab/<rev>`); this tree's benchmarks/
-# are copied into each (bench_linear.py imports the package beside its own folder), and each tree's
-# kernels are compiled first (-j 16) so no run times a cold compile.
+# are copied into each (bench_linear.py imports the package beside its own folder). Kernels compile
+# on first use in each tree's first round (outside the timed graph replays).
 # Usage: ROUNDS=2 BENCH_ARGS=... scripts/ab_trees.sh TREE_A TREE_B [TREE_C ...]   (results in $OUT;
 # ab/ is git-ignored: pass carry=["ab"] to the device tool)
 set -uo pipefail
@@ -14,9 +14,7 @@ trees=(); for t in "$@"; do trees+=("$(realpath "$t")"); done
 OUT=${OUT:-.out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 ESCHA_JIT_CACHE_DIR=${ESCHA_JIT_CACHE_DIR:-/tmp/escha-cache}
 for tree in "${trees[@]}"; do
-  mkdir -p "$tree/benchmarks" && cp -r benchmarks/bench_linear.py benchmarks/baselines "$tree/benchmarks/"
-  (cd "$tree" && python3 -m escha_jit.cli compile --arch sm_90 --all -j 16 > "$OUT/ab_compile.txt" 2>&1)
-  echo "$(basename "$tree"): $(tail -1 "$OUT/ab_compile.txt")"
+  mkdir -p "$tree/benchmarks" && cp -r benchmarks/*.py benchmarks/baselines "$tree/benchmarks/"
 done
 files=()
 for r in $(seq 1 "${ROUNDS:-2}"); do

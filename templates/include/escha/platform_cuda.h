@@ -164,4 +164,10 @@ ESCHA_DEVICE void grid_dependents_launch() {
     asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 #endif
 }
+// Fetch the 128-byte line holding addr into L2 (no register written, nothing waited for). For the
+// layer's own data (scales), issued before grid_dependency_wait: a load after the wait then hits
+// L2 instead of paying an HBM miss on the critical path.
+ESCHA_DEVICE void prefetch_l2(const void* addr) {
+    asm volatile("prefetch.global.L2 [%0];\n" :: "l"(addr));
+}
 }  // namespace escha

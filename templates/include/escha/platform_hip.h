@@ -121,6 +121,8 @@ constexpr bool HAS_ASYNC_COPY = false;
 // No programmatic dependent launch on AMD: kernels start after the previous one has ended.
 ESCHA_DEVICE void grid_dependency_wait() {}
 ESCHA_DEVICE void grid_dependents_launch() {}
+// Nothing to hide an L2 prefetch behind (no dependent launch: the loads follow at once).
+ESCHA_DEVICE void prefetch_l2(const void*) {}
 
 // What a kernel can do instead (docs/AMD_ESTIMATE.md, docs/amd_fused_h.diff): issue the 16-byte
 // loads of a future trellis stage into VGPRs early, store them to LDS later, so the memory latency
