@@ -101,7 +101,7 @@ def _add_demo(sub) -> None:
 def cmd_compile(args: argparse.Namespace) -> int:
     import json
     import tempfile
-    from .offline import compile_all, format_table
+    from .offline import compile_all, format_table, unchecked
     cache_dir = args.cache_dir
     tmp = None
     if args.fresh:
@@ -126,6 +126,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
     print(f"{len(rows)} specializations for {args.arch}: {len(rows) - len(bad)} ok, {len(bad)} failed; "
           f"wall {wall:.1f} s" + (f", slowest compile {max(compiled):.2f} s, mean {sum(compiled) / len(compiled):.2f} s"
                                   if compiled else ""))
+    if (why := unchecked(args.arch)):
+        print(why)
+        log.warning("%s", why)
     if args.json:
         with open(args.json, "w") as f:
             json.dump([r.__dict__ for r in rows], f, indent=1)

@@ -49,13 +49,25 @@ def test_sass_check_names_what_is_missing(tmp_path):
     fs = fused.spec_for("sm_90", 2.0, "mcg", "f16", "f16", fused.FusedConfig())
     res = {fs.kernel_name(): entry.code.resources[ps.kernel_name()]}
     problems = check_code_object(fs, entry.code.binary, res)
-    assert problems == ["no HMMA.16816.F32 in the SASS", "no PREEXIT in the SASS"], problems
+    assert problems == ["no HMMA.16816.F32 in the SASS", "no CCTL.E.PF2 in the SASS", "no PREEXIT in the SASS"], problems
 
 
 def test_expected_sass_per_kernel_and_arch():
     f90 = fused.spec_for("sm_90", 2.0, "mcg", "f16", "f16", fused.FusedConfig())
     f80 = fused.spec_for("sm_80", 2.0, "mcg", "f16", "f16", fused.FusedConfig())
     dot = fused.spec_for("sm_90", 2.0, "mul1", "f16", "f16", fused.FusedConfig(warps=4, dot=1), act_quant="int8")
-    assert expected_sass(f90) == ("HMMA.16816.F32", "ACQBULK", "PREEXIT")
-    assert expected_sass(f80) == ("HMMA.16816.F32",)                 # no griddepcontrol before sm_90
-    assert expected_sass(dot) == ("IDP.4A.S8.U8", "ACQBULK", "PREEXIT")
+    assert expected_sass(f90) == ("HMMA.16816.F32", "CCTL.E.PF2", "ACQBULK", "PREEXIT")
+    assert expected_sass(f80) == ("HMMA.16816.F32", "CCTL.E.PF2")   # no griddepcontrol before sm_90
+    assert expected_sass(dot) == ("IDP.4A.S8.U8", "CCTL.E.PF2", "ACQBULK", "PREEXIT")
+
+
+def test_unchecked_names_the_missing_disassembler(monkeypatch):
+    """A machine without cuobjdump compiles sm_90 kernels whose SASS nobody checked: the compile
+    command says so (offline.unchecked), instead of passing them silently."""
+    from escha_jit import offline
+    from escha_jit.toolchain import sass
+    assert offline.unchecked("sm_90") is None                 # CI has the sass extra
+    assert offline.unchecked("gfx1201") is None
+    monkeypatch.setattr(sass, "find_cuobjdump", lambda: None)
+    assert offline.unchecked("sm_90") == "SASS not checked: cuobjdump not found (pip install 'escha_jit[sass]')"
+    assert offline.unchecked("gfx1201") is None
