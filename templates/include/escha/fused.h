@@ -14,8 +14,9 @@
 // the prep kernel instead); the swapped fp16 route (SW, NVIDIA, M <= 8: weights as the unit's
 // 16-row operand, one 32-bit word of two fp16 halves per weight against the token's {x, x}); the
 // opt-in int8 route (I8, mul1: hash bytes x int8 tokens, DOT: on the dot unit at M = 1).
-// On NVIDIA sm_90 the kernel is a programmatic dependent: it streams its first weight stages,
-// then waits for the previous kernel (grid_dependency_wait) before touching x or writing; it lets
+// On NVIDIA sm_90 the kernel is a programmatic dependent: it streams its first weight stages and
+// prefetches its scales into L2, then waits for the previous kernel (grid_dependency_wait) before
+// touching x or writing; it lets
 // the next one be scheduled early (grid_dependents_launch: at block start, with XH after the main loop).
 // Split K without grid-wide barriers: with S > 1 every block writes its fp32 partial to a
 // workspace and bumps a per-column-group counter (release / acquire: platform partials_*); the
