@@ -129,10 +129,11 @@ def _check_nvidia_sass(spec: KernelSpec, binary: bytes) -> list[str]:
     """The instructions of expected_sass must be in the cubin's SASS (skipped without cuobjdump:
     the ``sass`` extra, see unchecked(); CI installs it)."""
     from .toolchain.sass import disassemble, find_cuobjdump
-    if not find_cuobjdump():
+    tool = find_cuobjdump()
+    if not tool:
         return []
     try:
-        sass = disassemble(binary)
+        sass = disassemble(binary, tool)
     except RuntimeError as e:
         return [f"cannot disassemble to check the SASS: {e}"]
     return [f"no {w} in the SASS" for w in expected_sass(spec) if w not in sass]

@@ -37,8 +37,8 @@ def test_every_gfx1201_specialization(tmp_path):
 
 
 def test_sass_check_names_what_is_missing(tmp_path):
-    """The SASS check fails a code object without its unit's instruction or the dependent-launch
-    pair: the prep kernel's cubin presented as a fused kernel's."""
+    """The SASS check fails a code object without its unit's instruction, the scales' prefetch or
+    the dependent-launch pair: the prep kernel's cubin presented as a fused kernel's."""
     assert find_cuobjdump(), "cuobjdump missing: the SASS checks need escha_jit[sass]"
     from escha_jit.jit import compile_spec
     from escha_jit.cache import KernelCache

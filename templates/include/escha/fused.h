@@ -16,8 +16,8 @@
 // opt-in int8 route (I8, mul1: hash bytes x int8 tokens, DOT: on the dot unit at M = 1).
 // On NVIDIA sm_90 the kernel is a programmatic dependent: it streams its first weight stages and
 // prefetches its scales into L2, then waits for the previous kernel (grid_dependency_wait) before
-// touching x or writing; it lets
-// the next one be scheduled early (grid_dependents_launch: at block start, with XH after the main loop).
+// touching x or writing; it lets the next one be scheduled early (grid_dependents_launch: at
+// block start, with XH after the main loop).
 // Split K without grid-wide barriers: with S > 1 every block writes its fp32 partial to a
 // workspace and bumps a per-column-group counter (release / acquire: platform partials_*); the
 // last block to arrive sums the S partials in a fixed order (deterministic), applies the output
