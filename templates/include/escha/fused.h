@@ -217,8 +217,10 @@ struct FusedLinear {
         } else if constexpr (XH) {
             // ---- the A operand was precomputed (prep kernel): copy its rows' K range
             const int pieces_row = p.k_split / 8;              // 16-byte pieces per row
+            const DivMod by_row(pieces_row);                    // pieces < 2^22
             for (int c = threadIdx.x; c < p.M * pieces_row; c += blockDim.x) {
-                const int m = c / pieces_row, o = c % pieces_row;
+                int m, o;
+                by_row(c, m, o);
                 async_copy16(smem_addr(xs + m * xs_ld + 8 * o), p.xh + (long long)m * p.IC + k_begin + 8 * o);
             }
             async_commit();
@@ -599,22 +601,22 @@ struct FusedLinear {
         static_assert(MP <= 32 * WARPS, "one exponent per thread");
         const int t_exp = threadIdx.x;
         const int e = t_exp < p.M ? p.xh_exp[t_exp] : 0;
+        const DivMod by_row(pieces_row);                      // pieces < 2^22
         constexpr int BATCH = 4;
         for (int c0 = 32 * wave; c0 < total; c0 += 32 * WARPS * BATCH) {
             u32 v[BATCH][4];
+            int row_of[BATCH], piece_of[BATCH];
             #pragma unroll
             for (int u = 0; u < BATCH; ++u) {
                 const int c = c0 + 32 * WARPS * u + lane;
-                if (c < total) {
-                    const int m = c / pieces_row, o = c % pieces_row;
-                    load_global16(v[u], p.xh + (long long)m * p.IC + k_begin + 8 * o);
-                }
+                by_row(c, row_of[u], piece_of[u]);
+                if (c < total) load_global16(v[u], p.xh + (long long)row_of[u] * p.IC + k_begin + 8 * piece_of[u]);
             }
             #pragma unroll
             for (int u = 0; u < BATCH; ++u) {
                 const int c = c0 + 32 * WARPS * u + lane;
                 if (c0 + 32 * WARPS * u >= total) break;                        // wave-uniform
-                const int m = c / pieces_row, o = c % pieces_row;
+                const int m = row_of[u], o = piece_of[u];
                 float sum = 0.f;
                 if (c < total) {
                     u32* row = xq + m * xq_ld + ((8 * o) & ~15);
@@ -656,6 +658,7 @@ struct FusedLinear {
     template <int BATCH, typename Keep, typename Visit>
     ESCHA_DEVICE static void rotated_items(const Args& p, int lane, int wave, Keep keep, Visit visit) {
         const int nkb = p.k_split / 128, items = p.M * nkb;
+        const DivMod by_nkb(nkb);                            // item -> (row, 128-block): items < 2^22
         const int k_begin = blockIdx.y * p.k_split;
         const bool vec = p.in_valid == p.IC && (p.ldx % 8) == 0 && (reinterpret_cast<u64>(p.x) % 16) == 0;
         for (int item0 = wave; item0 < items; item0 += BATCH * WARPS) {
@@ -663,16 +666,17 @@ struct FusedLinear {
 #if ESCHA_FUSED_DIAG != 3
             #pragma unroll
             for (int u = 0; u < BATCH; ++u) {
-                const int item = item0 + u * WARPS;
-                if (item < items && keep(item / nkb))
-                    load_raw4(p, item / nkb, k_begin + (item % nkb) * 128 + 4 * lane, vec, raw[u]);
+                int m, kb;
+                by_nkb(item0 + u * WARPS, m, kb);
+                if (item0 + u * WARPS < items && keep(m)) load_raw4(p, m, k_begin + kb * 128 + 4 * lane, vec, raw[u]);
             }
 #endif
             #pragma unroll
             for (int u = 0; u < BATCH; ++u) {
-                const int item = item0 + u * WARPS;
-                if (item >= items) break;
-                if (!keep(item / nkb)) continue;
+                if (item0 + u * WARPS >= items) break;
+                int m, kb;                                   // recomputed: fewer registers held than 2 x BATCH
+                by_nkb(item0 + u * WARPS, m, kb);
+                if (!keep(m)) continue;
                 float v[4];
 #if ESCHA_FUSED_DIAG != 3
                 scale_raw4(p, raw[u], v);
@@ -683,7 +687,7 @@ struct FusedLinear {
 #endif
                 #pragma unroll
                 for (int i = 0; i < 4; ++i) v[i] *= HAD128_SCALE;
-                visit(item / nkb, item % nkb, v);
+                visit(m, kb, v);
             }
         }
     }
