@@ -64,6 +64,8 @@ namespace escha {
 // Cross-lane exchange has no meaning for one host "lane": declared so vendor-neutral code that
 // uses it compiles; host tests drive the exchange themselves (wmma_decode.h relayout_send/recv).
 u32 lane_gather(u32 v, int src);
+// No cache to prefetch into on the host.
+inline void prefetch_l2(const void*) {}
 }  // namespace escha
 
 // Bit reinterpretation (CUDA / HIP device intrinsics) for the host build.

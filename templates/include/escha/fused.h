@@ -201,12 +201,12 @@ struct FusedLinear {
         // s_in (its K range; the prep kernel's, not ours, with XH) and rout / s_out / bias (its
         // columns) into L2 now, so that the prologue and the finishing block do not wait for HBM
         if constexpr (!XH) {
-            prefetch_range(p.rin + k_begin, 2 * p.k_split);
-            if (p.s_in) prefetch_range(p.s_in + k_begin, 4 * p.k_split);
+            prefetch_l2_range(p.rin + k_begin, 2 * p.k_split, threadIdx.x, blockDim.x);
+            if (p.s_in) prefetch_l2_range(p.s_in + k_begin, 4 * p.k_split, threadIdx.x, blockDim.x);
         }
-        prefetch_range(p.rout + g * COLS, 2 * COLS);
-        if (p.s_out) prefetch_range(p.s_out + g * COLS, 4 * COLS);
-        if (p.bias) prefetch_range(p.bias + g * COLS, 4 * COLS);
+        prefetch_l2_range(p.rout + g * COLS, 2 * COLS, threadIdx.x, blockDim.x);
+        if (p.s_out) prefetch_l2_range(p.s_out + g * COLS, 4 * COLS, threadIdx.x, blockDim.x);
+        if (p.bias) prefetch_l2_range(p.bias + g * COLS, 4 * COLS, threadIdx.x, blockDim.x);
         // Launched as a programmatic dependent (NVIDIA): the weights above may stream while the
         // previous kernel finishes; x / xh and every global write (y, workspace, counters) wait.
         grid_dependency_wait();
@@ -639,14 +639,6 @@ struct FusedLinear {
         if (t_exp < MP) row_exp[t_exp] = e;
         __syncthreads();
         if constexpr (CB == CB_MUL1) row_totals(p, xsum, 1.f);
-    }
-
-    // [addr, addr + bytes) into L2, one 128-byte line per thread of the block at a time.
-    ESCHA_DEVICE static void prefetch_range(const void* addr, int bytes) {
-        const u64 a = reinterpret_cast<u64>(addr), first = a & ~u64(127);
-        const int span = bytes + (int)(a - first);
-        for (int o = 128 * (int)threadIdx.x; o < span; o += 128 * (int)blockDim.x)
-            prefetch_l2(reinterpret_cast<const void*>(first + o));
     }
 
     // The block's items (row m, 128-block kb) of x, one wave per item: visit(m, kb, v) receives

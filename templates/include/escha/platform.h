@@ -55,6 +55,14 @@ struct DivMod {
     }
 };
 
+// [addr, addr + bytes) into L2 (prefetch_l2 per 128-byte line; a no-op on AMD), the lines dealt
+// out to `count` threads of which the caller is number `index` (a block, or every block of a grid).
+ESCHA_DEVICE void prefetch_l2_range(const void* addr, int bytes, int index, int count) {
+    const u64 a = reinterpret_cast<u64>(addr), first = a & ~u64(127);
+    const int span = bytes + (int)(a - first);
+    for (int o = 128 * index; o < span; o += 128 * count) prefetch_l2(reinterpret_cast<const void*>(first + o));
+}
+
 // The activation/output element types by template name.
 template <int> struct dtype_of;
 template <> struct dtype_of<0> { using type = half_t; };   // f16
