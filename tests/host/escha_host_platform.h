@@ -50,8 +50,16 @@ inline half_t high_half(half2_t v) { return v.y; }
 
 inline u32 funnel_r(u32 hi, u32 lo, u32 n) { n &= 31; return n ? (lo >> n) | (hi << (32 - n)) : lo; }
 inline u32 funnel_l(u32 hi, u32 lo, u32 n) { n &= 31; return n ? (hi << n) | (lo >> (32 - n)) : hi; }
+inline u32 funnel_l_kept(u32 hi, u32 lo, u32 n) { return funnel_l(hi, lo, n); }
 inline u32 pack_lo16(u32 a, u32 b) { return (a & 0xFFFFu) | (b << 16); }
 inline u32 pack_hi16(u32 a, u32 b) { return (a >> 16) | (b & 0xFFFF0000u); }
+inline u32 mid16(u32 a) { return (a >> 8) & 0xFFFFu; }
+inline half2_t sum_halves2(u32 a, u32 b) {
+    half2_t x, y;
+    std::memcpy(&x, &a, 4);
+    std::memcpy(&y, &b, 4);
+    return half2_t{(half_t)((double)x.x + (double)x.y), (half_t)((double)y.x + (double)y.y)};
+}
 inline u32 mul_hi(u32 a, u32 b) { return (u32)(((u64)a * b) >> 32); }
 inline u32 dot4_u8(u32 a, u32 b, u32 c) {
     for (int i = 0; i < 4; ++i) c += ((a >> (8 * i)) & 0xFFu) * ((b >> (8 * i)) & 0xFFu);

@@ -64,7 +64,7 @@ ESCHA_DEVICE half2_t decode2(u32 s0, u32 s1, u32 mask = 0x8FFF8FFFu) {
         return hfma2(bit_cast<half2_t>(pack_lo16(mul1_bits(s0), mul1_bits(s1))), scale, add);
     } else {
         u32 y0 = lcg_bits<CB>(s0, mask), y1 = lcg_bits<CB>(s1, mask);
-        return hadd2(bit_cast<half2_t>(pack_lo16(y0, y1)), bit_cast<half2_t>(pack_hi16(y0, y1)));
+        return sum_halves2(y0, y1);
     }
 }
 

@@ -43,6 +43,14 @@ ESCHA_DEVICE u32 shfl_xor(u32 v, int mask) { return __shfl_xor_sync(0xffffffffu,
 
 // Top 32 bits of the 64-bit (hi:lo) shifted left by n (0..31): one SHF.
 ESCHA_DEVICE u32 funnel_l(u32 hi, u32 lo, u32 n) { return __funnelshift_l(lo, hi, n); }
+// funnel_l as one value the compiler keeps (inline PTX: LLVM cannot see through it). Several
+// 16-bit fields are cut from one shifted word; through __funnelshift_l LLVM rewrites each
+// (x << s) >> 16 back into (x >> (16 - s)) & 0xFFFF, two instructions per field again.
+ESCHA_DEVICE u32 funnel_l_kept(u32 hi, u32 lo, u32 n) {
+    u32 r;
+    asm("shf.l.wrap.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(lo), "r"(hi), "r"(n));
+    return r;
+}
 // Low 32 bits of (hi:lo) >> n (0..31): one SHF.
 ESCHA_DEVICE u32 funnel_r(u32 hi, u32 lo, u32 n) { return __funnelshift_r(lo, hi, n); }
 
@@ -50,6 +58,25 @@ ESCHA_DEVICE u32 funnel_r(u32 hi, u32 lo, u32 n) { return __funnelshift_r(lo, hi
 ESCHA_DEVICE u32 pack_lo16(u32 a, u32 b) { return __byte_perm(a, b, 0x5410); }
 // High 16 bits of a, high 16 bits of b -> (b.hi << 16) | a.hi: one PRMT.
 ESCHA_DEVICE u32 pack_hi16(u32 a, u32 b) { return __byte_perm(a, b, 0x7632); }
+// Bits 8..23 of a, zero-extended: one PRMT (bytes 1, 2 and two zero bytes).
+ESCHA_DEVICE u32 mid16(u32 a) { return __byte_perm(a, 0u, 0x4421); }
+
+// {lo(a) + hi(a), lo(b) + hi(b)} for two fp16 pairs, each sum rounded once: three HFMA2 with
+// half-broadcast operands (ptxas folds __low2half2 / __high2half2 into .H0_H0 / .H1_H1 operand
+// selectors) instead of PRMT + PRMT + HADD2. The integer (ALU) pipe is the trellis decode's
+// busiest - every state cut-out, mask and byte permute issues there at half rate - while the fp16
+// FMA pipe idles, so the pairing moves there:
+//   v = b * {-1, 1} + {lo(b), lo(b)} = {0, lo(b) + hi(b)}      (-x + x = +0 exactly)
+//   u = {hi(a), hi(a)} * {1, 0} + v   = {hi(a), lo(b) + hi(b)}
+//   r = a * {1, 0} + u                = {lo(a) + hi(a), lo(b) + hi(b)}
+// (a finite hi(a) times 0 is +-0, and x + +-0 == x but for x = -0: a -0 weight may come out +0.)
+ESCHA_DEVICE half2_t sum_halves2(u32 a, u32 b) {
+    const half2_t ha = *reinterpret_cast<const half2_t*>(&a), hb = *reinterpret_cast<const half2_t*>(&b);
+    const half2_t one_zero = __floats2half2_rn(1.f, 0.f);
+    const half2_t v = __hfma2(hb, __floats2half2_rn(-1.f, 1.f), __low2half2(hb));
+    const half2_t u = __hfma2(__high2half2(ha), one_zero, v);
+    return __hfma2(ha, one_zero, u);
+}
 
 // High 32 bits of the 64-bit product (IMAD.HI, on the multiply pipe).
 ESCHA_DEVICE u32 mul_hi(u32 a, u32 b) { return __umulhi(a, b); }

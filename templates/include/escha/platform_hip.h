@@ -45,9 +45,20 @@ ESCHA_DEVICE u32 funnel_l(u32 hi, u32 lo, u32 n) {
     return n == 0 ? hi : __builtin_amdgcn_alignbit(hi, lo, 32u - n);
 }
 
+ESCHA_DEVICE u32 funnel_l_kept(u32 hi, u32 lo, u32 n) { return funnel_l(hi, lo, n); }
+
 // v_perm_b32 picks bytes from {src0 (bytes 4..7), src1 (bytes 0..3)}.
 ESCHA_DEVICE u32 pack_lo16(u32 a, u32 b) { return __builtin_amdgcn_perm(b, a, 0x05040100u); }
 ESCHA_DEVICE u32 pack_hi16(u32 a, u32 b) { return __builtin_amdgcn_perm(b, a, 0x07060302u); }
+// Bits 8..23 of a, zero-extended: one v_bfe_u32.
+ESCHA_DEVICE u32 mid16(u32 a) { return (a >> 8) & 0xFFFFu; }
+
+// {lo(a) + hi(a), lo(b) + hi(b)} for two fp16 pairs, each sum rounded once: two v_perm + one
+// v_pk_add_f16 (RDNA has one VALU: nothing to gain from moving work between pipes).
+ESCHA_DEVICE half2_t sum_halves2(u32 a, u32 b) {
+    const u32 lo = pack_lo16(a, b), hi = pack_hi16(a, b);
+    return *reinterpret_cast<const half2_t*>(&lo) + *reinterpret_cast<const half2_t*>(&hi);
+}
 
 // High 32 bits of the 64-bit product (v_mul_hi_u32).
 ESCHA_DEVICE u32 mul_hi(u32 a, u32 b) { return __umulhi(a, b); }
