@@ -63,11 +63,122 @@ struct LaneStream {
         for (int q = 0; q < NW; ++q) word[q] = ((s0 >> 5) + q) % Rt::W32;
     }
 
-    // The 8 states of this lane from its raw words w[0..NW-1]. With FMA_SHARE, every other
-    // in-word window is cut out on the multiply pipe instead of the ALU pipe (the LCG codebooks
-    // leave the multiply pipe half idle; mul1 fills it with IMAD + IDP4A already).
+    // The 8 states of this lane from its raw words w[0..NW-1]: the planned cut (below) where it
+    // takes fewer instructions than aligning and cutting at the windows' offsets (K = 1.5, 2, 2.5,
+    // 4, 5.5, 6, 7.5, 8 on NVIDIA); on AMD always the latter.
     template <bool FMA_SHARE>
     ESCHA_DEVICE void states(const u32 (&w)[NW], u32 (&s)[8]) const {
+#if defined(ESCHA_AMD)
+        constexpr bool planned = false;
+#else
+        constexpr bool planned = best_plan().cost < aligned_cost();
+#endif
+        if constexpr (planned)
+            states_planned(w, s);
+        else
+            states_aligned<FMA_SHARE>(w, s);
+    }
+
+    // ---- NVIDIA (and the host shim): every state cut out in ONE integer instruction.
+    // A 16-bit window that starts 0, 8 or 16 bits into a 32-bit word is one SHF, PRMT or LOP3;
+    // anywhere else it takes two (sm_90 has no bit-field extract). So the lane's words are aligned
+    // to a multiple of G bits (one funnel shift per word by b & ~(G-1), or none when every lane
+    // has the same offset), where G is the largest power of two modulo which all 32 lanes' offsets
+    // agree: the windows then sit at compile-time offsets D(j) = (start(0) mod G) + C(j), and each
+    // is cut from a word funnel-shifted (compile-time) to start 0, 8 or 16 bits before it, with as
+    // few distinct shifted words as possible (identical shifts of the same words are one
+    // instruction: the compiler merges them). The trellis decode is
+    // bound by integer issue (PERF.md), so instructions here are the kernel's time. K = 4, sm_90:
+    // 11 instructions for 8 states instead of 16.
+    struct CutPlan {
+        int g, nx, cost;
+        int word[8], shift[8], off[8];      // state j = cut(funnel_l(x[word], x[word+1], shift), off)
+    };
+    static constexpr ESCHA_DEVICE bool lanes_agree_mod(int g) {
+        for (int l = 1; l < 32; ++l)
+            if (start(l) % g != start(0) % g) return false;
+        return true;
+    }
+    static constexpr ESCHA_DEVICE bool serves(int base, int d) { return d == base || d == base + 8 || d == base + 16; }
+    static constexpr ESCHA_DEVICE CutPlan plan_for(int g) {
+        CutPlan p{};
+        p.g = g;
+        int d[8] = {};
+        for (int j = 0; j < 8; ++j) d[j] = start(0) % g + C(j);
+        p.nx = g == 32 ? NW : (d[7] + 16 + 31) / 32;
+        // Greedy cover (as few shifted words as the exhaustive search over the 3^8 choices, for
+        // every K): take the shifted word that serves the most windows not yet cut, a word as it
+        // is (shift 0: no instruction) before any other, ties to the lowest base.
+        bool done[8] = {};
+        int copies = 0;
+        for (int left = 8; left > 0;) {
+            int best_base = -1, best_score = -1;
+            for (int j = 0; j < 8; ++j)
+                for (int o = 0; o <= 16 && !done[j]; o += 8) {
+                    const int base = d[j] - o;
+                    if (base < 0) continue;
+                    int score = base % 32 == 0 ? 100 : 0;
+                    for (int k = 0; k < 8; ++k) score += !done[k] && serves(base, d[k]);
+                    if (score > best_score || (score == best_score && base < best_base)) {
+                        best_score = score;
+                        best_base = base;
+                    }
+                }
+            copies += best_base % 32 != 0;
+            for (int k = 0; k < 8; ++k)
+                if (!done[k] && serves(best_base, d[k])) {
+                    done[k] = true;
+                    --left;
+                    p.word[k] = best_base / 32;
+                    p.shift[k] = best_base % 32;
+                    p.off[k] = d[k] - best_base;
+                }
+        }
+        p.cost = (g == 32 ? 0 : p.nx) + copies + 8;
+        return p;
+    }
+    static constexpr ESCHA_DEVICE int aligned_cost() {      // states_aligned's instructions
+        int n = NA;
+        for (int j = 0; j < 8; ++j) n += C(j) % 32 == 0 || C(j) % 32 == 16 ? 1 : 2;
+        return n;
+    }
+    static constexpr ESCHA_DEVICE CutPlan best_plan() {
+        CutPlan best = plan_for(1);
+        for (int g = 2; g <= 32; g *= 2) {
+            if (!lanes_agree_mod(g)) break;
+            const CutPlan p = plan_for(g);
+            if (p.cost <= best.cost) best = p;
+        }
+        return best;
+    }
+
+    ESCHA_DEVICE void states_planned(const u32 (&w)[NW], u32 (&s)[8]) const {
+        constexpr CutPlan PLAN = best_plan();
+        constexpr int NX = PLAN.nx;
+        static_assert(NX <= NW, "the aligned windows need no more words than were loaded");
+        u32 x[NX];
+        if constexpr (PLAN.g == 32) {
+            #pragma unroll
+            for (int i = 0; i < NX; ++i) x[i] = w[i];
+        } else {
+            const u32 sh = b & ~(u32)(PLAN.g - 1);
+            #pragma unroll
+            for (int i = 0; i < NX; ++i) x[i] = i + 1 < NW ? funnel_l(w[i], w[i + 1], sh) : w[i] << sh;
+        }
+        #pragma unroll
+        for (int j = 0; j < 8; ++j) {
+            const int i = PLAN.word[j], sh = PLAN.shift[j], o = PLAN.off[j];
+            const u32 y = sh == 0 ? x[i] : funnel_l_kept(x[i], i + 1 < NX ? x[i + 1] : 0u, (u32)sh);
+            s[j] = o == 0 ? y >> 16 : o == 8 ? mid16(y) : y & 0xFFFFu;
+        }
+    }
+
+    // ---- Align the words once by the lane's offset b, then cut each state at a compile-time offset
+    // (AMD's v_bfe_u32 takes any field in one instruction; two on NVIDIA but at offsets 0 and 16).
+    // With FMA_SHARE, every other in-word window is cut out on the multiply pipe instead of the
+    // ALU pipe.
+    template <bool FMA_SHARE>
+    ESCHA_DEVICE void states_aligned(const u32 (&w)[NW], u32 (&s)[8]) const {
         u32 a[NA + 1];
         const u32 sh = UNIFORM ? (u32)(B0 % 32) : b;
         #pragma unroll
