@@ -74,7 +74,7 @@ struct LaneStream {
         constexpr bool planned = best_plan().cost < aligned_cost();
 #endif
         if constexpr (planned)
-            states_planned<FMA_SHARE>(w, s);
+            states_planned(w, s);
         else
             states_aligned<FMA_SHARE>(w, s);
     }
@@ -152,10 +152,6 @@ struct LaneStream {
         return best;
     }
 
-    // With FMA_SHARE, shifted words that need no second word are IMAD.SHL and the cuts at offset 0
-    // IMAD.HI (y >> 16 == hi32(y * 2^16)): on the multiply pipe, which the LCG codebooks' swapped
-    // route leaves half idle while the ALU pipe (half rate) bounds it.
-    template <bool FMA_SHARE>
     ESCHA_DEVICE void states_planned(const u32 (&w)[NW], u32 (&s)[8]) const {
         constexpr CutPlan PLAN = best_plan();
         constexpr int NX = PLAN.nx;
@@ -172,10 +168,8 @@ struct LaneStream {
         #pragma unroll
         for (int j = 0; j < 8; ++j) {
             const int i = PLAN.word[j], sh = PLAN.shift[j], o = PLAN.off[j];
-            const u32 y = sh == 0                     ? x[i]
-                          : FMA_SHARE && i + 1 >= NX ? x[i] * (1u << sh)
-                                                     : funnel_l_kept(x[i], i + 1 < NX ? x[i + 1] : 0u, (u32)sh);
-            s[j] = o == 0 ? (FMA_SHARE ? mul_hi(y, 1u << 16) : y >> 16) : o == 8 ? mid16(y) : y & 0xFFFFu;
+            const u32 y = sh == 0 ? x[i] : funnel_l_kept(x[i], i + 1 < NX ? x[i + 1] : 0u, (u32)sh);
+            s[j] = o == 0 ? y >> 16 : o == 8 ? mid16(y) : y & 0xFFFFu;
         }
     }
 
@@ -203,10 +197,6 @@ struct LaneStream {
                 s[j] = mul_hi(a[i] << o, 1u << 16);
             else if (o < 16)
                 s[j] = (a[i] >> (16 - o)) & 0xFFFFu;
-#if !defined(ESCHA_AMD)
-            else if (FMA_SHARE)      // the straddling windows' second step on the multiply pipe too
-                s[j] = mul_hi(funnel_l(a[i], a[i + 1], (u32)o), 1u << 16);
-#endif
             else
                 s[j] = funnel_l(a[i], a[i + 1], (u32)o) >> 16;
         }
