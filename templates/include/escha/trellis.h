@@ -69,14 +69,16 @@ struct LaneStream {
     template <bool FMA_SHARE>
     ESCHA_DEVICE void states(const u32 (&w)[NW], u32 (&s)[8]) const {
 #if defined(ESCHA_AMD)
-        constexpr bool planned = false;
+        constexpr bool planned = false, share = FMA_SHARE;
 #else
-        constexpr bool planned = best_plan().cost < aligned_cost();
+        // sm_90 (A/B, RESULTS.md session 8): the multiply pipe is the scarcer one - cuts moved onto
+        // IMAD made the LCG codebooks 2-9 % slower - so NVIDIA cuts on the ALU pipe only.
+        constexpr bool planned = best_plan().cost < aligned_cost(), share = false;
 #endif
         if constexpr (planned)
             states_planned(w, s);
         else
-            states_aligned<FMA_SHARE>(w, s);
+            states_aligned<share>(w, s);
     }
 
     // ---- NVIDIA (and the host shim): every state cut out in ONE integer instruction.
