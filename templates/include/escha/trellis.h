@@ -24,9 +24,10 @@ struct Rate {
 //
 // Relative to E(8L) - 16 (the first window's start) the 8 windows start at compile-time offsets
 // C(j) = E(j) - E(0), the same for every lane (8L is even, so half rates repeat too). Per tile a
-// lane loads the NW words covering its bits, aligns them once with NA funnel shifts by its own
-// offset b (computed once per kernel), and then cuts every state out at a compile-time offset:
-// no run-time selects in the hot loop.
+// lane loads the NW words covering its bits, aligns them once with funnel shifts by (part of) its
+// own offset b (computed once per kernel), and then cuts every state out at a compile-time offset
+// (states_aligned), or from compile-time shifted words chosen so that each cut is one instruction
+// (states_planned, NVIDIA): no run-time selects in the hot loop.
 template <int K2>
 struct LaneStream {
     using Rt = Rate<K2>;
