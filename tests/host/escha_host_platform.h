@@ -60,7 +60,6 @@ inline half2_t sum_halves2(u32 a, u32 b) {
     std::memcpy(&y, &b, 4);
     return half2_t{(half_t)((double)x.x + (double)x.y), (half_t)((double)y.x + (double)y.y)};
 }
-inline u32 mul_hi(u32 a, u32 b) { return (u32)(((u64)a * b) >> 32); }
 inline u32 dot4_u8(u32 a, u32 b, u32 c) {
     for (int i = 0; i < 4; ++i) c += ((a >> (8 * i)) & 0xFFu) * ((b >> (8 * i)) & 0xFFu);
     return c;

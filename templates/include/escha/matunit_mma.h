@@ -48,7 +48,7 @@ struct Decoder {
     template <int CB>
     ESCHA_DEVICE void swap_words(u32 (&y)[8], const u32 (&w)[NW], u32 mask) const {
         u32 s[8];
-        ls.template states<CB != CB_MUL1>(w, s);
+        ls.states(w, s);
         #pragma unroll
         for (int j = 0; j < 8; ++j) y[j] = CB == CB_MUL1 ? mul1_swap_word(s[j]) : lcg_bits<CB>(s[j], mask);
     }
@@ -56,7 +56,7 @@ struct Decoder {
     // The mul1 hashes of this lane's 8 positions (the int8 route's B operand).
     ESCHA_DEVICE void hashes(u32 (&h)[8], const u32 (&w)[NW]) const {
         u32 s[8];
-        ls.template states<false>(w, s);
+        ls.states(w, s);
         #pragma unroll
         for (int j = 0; j < 8; ++j) h[j] = mul1_hash(s[j]);
     }

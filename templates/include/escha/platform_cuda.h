@@ -78,8 +78,6 @@ ESCHA_DEVICE half2_t sum_halves2(u32 a, u32 b) {
     return __hfma2(ha, one_zero, u);
 }
 
-// High 32 bits of the 64-bit product (IMAD.HI, on the multiply pipe).
-ESCHA_DEVICE u32 mul_hi(u32 a, u32 b) { return __umulhi(a, b); }
 
 // c + sum of the four unsigned bytes of a * bytes of b: one IDP4A.
 ESCHA_DEVICE u32 dot4_u8(u32 a, u32 b, u32 c) { return __dp4a(a, b, c); }

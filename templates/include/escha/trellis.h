@@ -66,20 +66,20 @@ struct LaneStream {
 
     // The 8 states of this lane from its raw words w[0..NW-1]: the planned cut (below) where it
     // takes fewer instructions than aligning and cutting at the windows' offsets (K = 1.5, 2, 2.5,
-    // 4, 5.5, 6, 7.5, 8 on NVIDIA); on AMD always the latter.
-    template <bool FMA_SHARE>
+    // 4, 5.5, 6, 7.5, 8 on NVIDIA); on AMD always the latter (v_bfe_u32 cuts any field in one).
+    // Every cut is on the integer ALU pipe: on sm_90 the multiply pipe, which carries each state's
+    // hash IMAD, is the scarcer one (A/B, RESULTS.md session 8: cuts moved onto IMAD.SHL / IMAD.HI
+    // made the LCG codebooks 2-9 % slower, moving the last ones off IMAD 1-4.5 % faster).
     ESCHA_DEVICE void states(const u32 (&w)[NW], u32 (&s)[8]) const {
 #if defined(ESCHA_AMD)
-        constexpr bool planned = false, share = FMA_SHARE;
+        constexpr bool planned = false;
 #else
-        // sm_90 (A/B, RESULTS.md session 8): the multiply pipe is the scarcer one - cuts moved onto
-        // IMAD made the LCG codebooks 2-9 % slower - so NVIDIA cuts on the ALU pipe only.
-        constexpr bool planned = best_plan().cost < aligned_cost(), share = false;
+        constexpr bool planned = best_plan().cost < aligned_cost();
 #endif
         if constexpr (planned)
             states_planned(w, s);
         else
-            states_aligned<share>(w, s);
+            states_aligned(w, s);
     }
 
     // ---- NVIDIA (and the host shim): every state cut out in ONE integer instruction.
@@ -90,9 +90,9 @@ struct LaneStream {
     // agree: the windows then sit at compile-time offsets D(j) = (start(0) mod G) + C(j), and each
     // is cut from a word funnel-shifted (compile-time) to start 0, 8 or 16 bits before it, with as
     // few distinct shifted words as possible (identical shifts of the same words are one
-    // instruction: the compiler merges them). The trellis decode is
-    // bound by integer issue (PERF.md), so instructions here are the kernel's time. K = 4, sm_90:
-    // 11 instructions for 8 states instead of 16.
+    // instruction: the compiler merges them). The trellis decode is bound by integer issue
+    // (PERF.md), so instructions here are the kernel's time. K = 4, sm_90: 11 instructions for 8
+    // states instead of 16.
     struct CutPlan {
         int g, nx, cost;
         int word[8], shift[8], off[8];      // state j = cut(funnel_l(x[word], x[word+1], shift), off)
@@ -178,9 +178,6 @@ struct LaneStream {
 
     // ---- Align the words once by the lane's offset b, then cut each state at a compile-time offset
     // (AMD's v_bfe_u32 takes any field in one instruction; two on NVIDIA but at offsets 0 and 16).
-    // With FMA_SHARE, every other in-word window is cut out on the multiply pipe instead of the
-    // ALU pipe.
-    template <bool FMA_SHARE>
     ESCHA_DEVICE void states_aligned(const u32 (&w)[NW], u32 (&s)[8]) const {
         u32 a[NA + 1];
         const u32 sh = UNIFORM ? (u32)(B0 % 32) : b;
@@ -194,10 +191,6 @@ struct LaneStream {
                 s[j] = a[i] >> 16;
             else if (o == 16)
                 s[j] = a[i] & 0xFFFFu;
-            else if (FMA_SHARE && o < 16 && (j & 1))
-                // on the multiply pipe (IMAD.SHL + IMAD.HI), keeping the ALU pipe for the rest:
-                // (a << o) >> 16 == hi32((a << o) * 2^16)
-                s[j] = mul_hi(a[i] << o, 1u << 16);
             else if (o < 16)
                 s[j] = (a[i] >> (16 - o)) & 0xFFFFu;
             else
@@ -212,7 +205,7 @@ template <int K2, int CB>
 ESCHA_DEVICE void decode_lane(const u32 (&w)[LaneStream<K2>::NW], const LaneStream<K2>& ls, half2_t (&h)[4],
                              u32 mask = 0x8FFF8FFFu) {
     u32 s[8];
-    ls.template states<CB != CB_MUL1>(w, s);
+    ls.states(w, s);
     #pragma unroll
     for (int q = 0; q < 4; ++q) h[q] = decode2<CB>(s[2 * q], s[2 * q + 1], mask);
 }
