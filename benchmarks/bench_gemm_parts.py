@@ -11,7 +11,6 @@ import argparse
 import json
 import os
 import sys
-import time
 
 import torch
 
@@ -22,7 +21,7 @@ from escha_jit.ops.common import DTYPE_NAMES, arch_of, kernel_for  # noqa: E402
 from escha_jit.ops.fused import prep_kernel, run_prep, scratch  # noqa: E402
 from escha_jit.ops.gemm import run_gemm  # noqa: E402
 from escha_jit.ops.linear import linear_unfused  # noqa: E402
-from bench_linear import random_layers, time_graph  # noqa: E402
+from bench_linear import random_layers, run_meta, time_graph  # noqa: E402
 
 
 def launcher(x, w, y, diag: int, prep_only: bool = False, **tile):
@@ -78,9 +77,8 @@ def main(argv=None):
                 print(f"{IC:>5}x{OC:<5} {cb:>4} {M:>5} " + " ".join(f"{t[c]:>10.1f}" for c in cols)
                       + f"  {row['gemm_tflops']:>7.0f}  " + " ".join(f"[{k}] {v:.1f}" for k, v in t.items() if k not in cols),
                       flush=True)
-    meta = dict(date=time.strftime("%Y-%m-%d %H:%M:%S"), gpu=torch.cuda.get_device_name(), torch=torch.__version__)
     with open(args.out, "w") as f:
-        json.dump(dict(meta=meta, rows=rows), f, indent=1)
+        json.dump(dict(meta=run_meta(), rows=rows), f, indent=1)
 
 
 if __name__ == "__main__":

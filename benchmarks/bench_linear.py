@@ -19,7 +19,6 @@ import json
 import math
 import os
 import statistics
-import subprocess
 import sys
 import time
 
@@ -28,12 +27,21 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from escha_jit.ops import fused as F  # noqa: E402
 from escha_jit.ops.linear import linear  # noqa: E402
+from escha_jit.provenance import git_commit, source_digest  # noqa: E402
 from escha_jit.reference import LinearWeights  # noqa: E402
 from escha_jit.trellis import tile_words  # noqa: E402
 
 SHAPES = [(4096, 4096), (4096, 14336), (14336, 4096), (8192, 28672)]
 L2_BYTES = 60 << 20
 BASELINE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "baselines", "h200_exl3_graph.json")
+
+
+def run_meta() -> dict:
+    """Where and on what a result was measured. ``source_digest`` identifies the tree (package,
+    templates, tuning tables; escha_jit.provenance): a GPU machine's copy may carry stale git
+    metadata, so ``commit`` can name the wrong tree there."""
+    return dict(date=time.strftime("%Y-%m-%d %H:%M:%S"), commit=git_commit(), source_digest=source_digest(),
+                gpu=torch.cuda.get_device_name(), torch=torch.__version__, cuda=torch.version.cuda)
 
 
 def n_copies(bytes_per_copy: int) -> int:
@@ -113,8 +121,6 @@ def main(argv=None):
     if os.path.exists(BASELINE):
         for IC, OC, cb, K, M, us, gbs in json.load(open(BASELINE)):
             base[(IC, OC, cb, float(K), M)] = us
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip() or "unknown"
     rows = []
     hdr = f"{'shape':>11} {'K':>3} {'cb':>4} {'M':>5} {'dt':>4} {'us':>8} {'bf16 us':>8} {'x bf16':>7} {'ref us':>7} {'x ref':>6} {'Tw/s':>6} {'GB/s':>7}"
     print(hdr, flush=True)
@@ -180,10 +186,8 @@ def main(argv=None):
         summary["prefill_geomean_vs_bf16"] = gm([r["speedup_bf16"] for r in pre])
         summary["prefill_min_vs_bf16"] = min(r["speedup_bf16"] for r in pre)
     print(json.dumps(summary, indent=1))
-    meta = dict(date=time.strftime("%Y-%m-%d %H:%M:%S"), commit=commit, gpu=torch.cuda.get_device_name(),
-                torch=torch.__version__, cuda=torch.version.cuda)
     with open(args.out, "w") as f:
-        json.dump(dict(meta=meta, summary=summary, rows=rows), f, indent=1)
+        json.dump(dict(meta=run_meta(), summary=summary, rows=rows), f, indent=1)
 
 
 if __name__ == "__main__":

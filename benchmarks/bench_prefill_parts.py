@@ -10,7 +10,6 @@ import argparse
 import json
 import os
 import sys
-import time
 
 import torch
 
@@ -18,7 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from escha_jit.ops.dense import dense_weight  # noqa: E402
 from escha_jit.ops.linear import linear_unfused  # noqa: E402
-from bench_linear import SHAPES, random_layers, time_graph  # noqa: E402
+from bench_linear import SHAPES, random_layers, run_meta, time_graph  # noqa: E402
 
 
 def timed(fn, calls: int = 8) -> float:
@@ -53,9 +52,8 @@ def main(argv=None):
             rows.append(row)
             print(f"{IC:>5}x{OC:<5} {us_d:>9.1f} {row['dense_weights_per_s'] / 1e9:>6.0f} {row['dense_write_gb_s']:>6.0f} | "
                   f"{M:>5} {us_g:>8.1f} {us_b:>8.1f} {us_l:>9.1f}", flush=True)
-    meta = dict(date=time.strftime("%Y-%m-%d %H:%M:%S"), gpu=torch.cuda.get_device_name(), torch=torch.__version__)
     with open(args.out, "w") as f:
-        json.dump(dict(meta=meta, rows=rows), f, indent=1)
+        json.dump(dict(meta=run_meta(), rows=rows), f, indent=1)
 
 
 if __name__ == "__main__":

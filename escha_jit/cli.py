@@ -35,6 +35,8 @@ def cmd_info(args: argparse.Namespace) -> int:
     print(f"gpus        {', '.join(gpus) if gpus else 'none seen'}")
     for name, desc in describe_toolchains():
         print(f"{name:<11} {desc}")
+    from .provenance import git_commit, source_digest
+    print(f"sources     digest {source_digest()} (git {git_commit()})")
     print(f"cache dir   {env.cache_dir()}")
     print(f"no-compile  {'on' if env.no_compile() else 'off'} (ESCHA_JIT_NO_COMPILE)")
     try:

@@ -19,21 +19,19 @@ from .trellis import codebook_id, is_half_rate, tile_words
 TEMPLATE_SUFFIX = ".hip.j2"
 
 
+def package_data_dir(name: str) -> str:
+    """Directory of the package data ``name`` ("templates" or "tuning") of the imported package:
+    ``escha_jit/<name>`` when it was installed from a wheel, else ``<checkout>/<name>`` beside the
+    package (a source checkout, an editable install, or a tree copied for an A/B run: each uses its
+    own files, never those of another checkout an editable install points at)."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    installed = os.path.join(package, name)
+    return installed if os.path.isdir(installed) else os.path.join(os.path.dirname(package), name)
+
+
 @functools.lru_cache(maxsize=1)
 def templates_dir() -> str:
-    """Directory of the templates: ``<checkout>/templates`` when the imported package sits in a
-    source checkout (so a second worktree on PYTHONPATH renders its own templates, not those of
-    the checkout an editable install points at), else the installed package data
-    ``escha_jit.templates``."""
-    checkout = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    local = os.path.join(checkout, "templates")
-    if os.path.isfile(os.path.join(checkout, "pyproject.toml")) and os.path.isdir(os.path.join(local, "include")):
-        return local
-    from importlib import resources
-    try:
-        return str(resources.files("escha_jit.templates"))
-    except ModuleNotFoundError:
-        return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "templates")
+    return package_data_dir("templates")
 
 
 def include_dir() -> str:

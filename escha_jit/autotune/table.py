@@ -131,12 +131,8 @@ class TuningTable:
 
 
 def shipped_table_path(arch: str) -> str:
-    from importlib import resources
-    try:
-        base = str(resources.files("escha_jit.tuning"))
-    except ModuleNotFoundError:                     # source checkout that was not pip-installed
-        base = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "tuning")
-    return os.path.join(base, f"{arch}.json")
+    from ..render import package_data_dir
+    return os.path.join(package_data_dir("tuning"), f"{arch}.json")
 
 
 def user_table_path(arch: str, cache_dir: Optional[str] = None) -> str:
