@@ -63,13 +63,14 @@ ESCHA_DEVICE u32 mid16(u32 a) { return __byte_perm(a, 0u, 0x4421); }
 
 // {lo(a) + hi(a), lo(b) + hi(b)} for two fp16 pairs, each sum rounded once: three HFMA2 with
 // half-broadcast operands (ptxas folds __low2half2 / __high2half2 into .H0_H0 / .H1_H1 operand
-// selectors) instead of PRMT + PRMT + HADD2. The integer (ALU) pipe is the trellis decode's
-// busiest - every state cut-out, mask and byte permute issues there at half rate - while the fp16
-// FMA pipe idles, so the pairing moves there:
+// selectors) instead of PRMT + PRMT + HADD2: the same count, two fewer on the integer ALU pipe
+// that the state cuts and masks load (A/B on the H200: neutral overall, 0.5 % faster at M = 16,
+// benchmarks/RESULTS.md session 8):
 //   v = b * {-1, 1} + {lo(b), lo(b)} = {0, lo(b) + hi(b)}      (-x + x = +0 exactly)
 //   u = {hi(a), hi(a)} * {1, 0} + v   = {hi(a), lo(b) + hi(b)}
 //   r = a * {1, 0} + u                = {lo(a) + hi(a), lo(b) + hi(b)}
-// (a finite hi(a) times 0 is +-0, and x + +-0 == x but for x = -0: a -0 weight may come out +0.)
+// (hi(a) * 0 is +-0 and x + +-0 == x unless x = -0; the codebooks' halves are never zero - their
+// XOR sets exponent bits - so no sum is -0.)
 ESCHA_DEVICE half2_t sum_halves2(u32 a, u32 b) {
     const half2_t ha = *reinterpret_cast<const half2_t*>(&a), hb = *reinterpret_cast<const half2_t*>(&b);
     const half2_t one_zero = __floats2half2_rn(1.f, 0.f);
@@ -77,7 +78,6 @@ ESCHA_DEVICE half2_t sum_halves2(u32 a, u32 b) {
     const half2_t u = __hfma2(__high2half2(ha), one_zero, v);
     return __hfma2(ha, one_zero, u);
 }
-
 
 // c + sum of the four unsigned bytes of a * bytes of b: one IDP4A.
 ESCHA_DEVICE u32 dot4_u8(u32 a, u32 b, u32 c) { return __dp4a(a, b, c); }
