@@ -60,7 +60,6 @@ ESCHA_DEVICE half2_t sum_halves2(u32 a, u32 b) {
     return *reinterpret_cast<const half2_t*>(&lo) + *reinterpret_cast<const half2_t*>(&hi);
 }
 
-
 // Low 32 bits of a * C for a, C < 2^24: v_mul_u32_u24 (full rate). Inline asm because LLVM folds a
 // hand-split 32-bit multiply back into one v_mul_lo_u32.
 template <u32 C>

@@ -46,12 +46,12 @@ struct LaneStream {
         return n;
     }
     static constexpr int NW = max_words();                          // raw words loaded per tile
-    static constexpr ESCHA_DEVICE bool uniform_offset() {          // same b for every lane?
+    static constexpr ESCHA_DEVICE bool lanes_agree_mod(int g) {    // every lane's start equal mod g?
         for (int l = 1; l < 32; ++l)
-            if (start(l) % 32 != start(0) % 32) return false;
+            if (start(l) % g != start(0) % g) return false;
         return true;
     }
-    static constexpr bool UNIFORM = uniform_offset();
+    static constexpr bool UNIFORM = lanes_agree_mod(32);            // same b for every lane
     static constexpr int B0 = Rt::end(0) - 16 + Rt::R;              // lane 0's start (mod 32 below)
 
     int word[NW];      // word indices (cyclic) of this lane's raw words in the tile
@@ -97,11 +97,6 @@ struct LaneStream {
         int g, nx, cost;
         int word[8], shift[8], off[8];      // state j = cut(funnel_l(x[word], x[word+1], shift), off)
     };
-    static constexpr ESCHA_DEVICE bool lanes_agree_mod(int g) {
-        for (int l = 1; l < 32; ++l)
-            if (start(l) % g != start(0) % g) return false;
-        return true;
-    }
     static constexpr ESCHA_DEVICE bool serves(int base, int d) { return d == base || d == base + 8 || d == base + 16; }
     static constexpr ESCHA_DEVICE CutPlan plan_for(int g) {
         CutPlan p{};
