@@ -25,8 +25,8 @@ def _source_files() -> list[tuple[str, str]]:
                               ("templates", package_data_dir("templates"), lambda n: True),
                               ("tuning", package_data_dir("tuning"), lambda n: n.endswith(".json"))):
         for d, dirs, files in os.walk(root):
-            dirs[:] = sorted(x for x in dirs if x != "__pycache__" and not (label == "escha_jit" and x in ("templates", "tuning")))
-            for n in sorted(files):
+            dirs[:] = [x for x in dirs if x != "__pycache__" and not (label == "escha_jit" and x in ("templates", "tuning"))]
+            for n in files:
                 if keep(n):
                     p = os.path.join(d, n)
                     out.append((f"{label}/{os.path.relpath(p, root)}", p))
