@@ -134,7 +134,7 @@ struct FusedLinear {
         float* red = reinterpret_cast<float*>(smem + p.off_red);
         int* row_exp = reinterpret_cast<int*>(smem + p.off_exp);     // [MP] per-row exponent
         int* flag = row_exp + MP;
-        half_t* zero16 = reinterpret_cast<half_t*>(flag + 4);       // 32 bytes of zeros: rows >= M
+        half_t* zero16 = reinterpret_cast<half_t*>(flag + 4);       // RB x 32 bytes of zeros: rows >= M
         // int8 route: x words [M][KR + 16] (one token value replicated in 4 bytes, mu::i8_slot order
         // per 16-k slab), then per (row, 128-block) the dequantisation factor and offset [MP][KR/128];
         // swapped route: half2 {x, x} words [M][KR + 16], then (mul1) per (row, 128-block) sums of x
@@ -190,7 +190,7 @@ struct FusedLinear {
         };
 #endif
         auto load_step = [&](int step) { copy_stage(step, src0, step_stride, piece_dst, piece_src, lane); };
-        if (threadIdx.x < 8) reinterpret_cast<u32*>(zero16)[threadIdx.x] = 0u;
+        if (threadIdx.x < 8 * RB) reinterpret_cast<u32*>(zero16)[threadIdx.x] = 0u;
         if (threadIdx.x == 4) flag[1] = (int)0x8FFF8FFFu;   // the codebook mask, read back below
         #pragma unroll
         for (int s = 0; s < STAGES - 1; ++s) {               // start streaming the weights at once
@@ -264,7 +264,9 @@ struct FusedLinear {
                             dec, steps, lane, mask);
         } else {
         // A operand addresses of this lane (ldmatrix: lane l supplies row l % 16); rows >= M read
-        // the 16 zero bytes instead (their column step is 0).
+        // the zero bytes instead (their column step is 0: RB x 32 of them, so that a step's RB
+        // fragments sit at compile-time offsets 32 r from one per-step address for every lane and
+        // fold into the loads' immediates).
         u32 a_addr[MT], a_step[MT];
         #pragma unroll
         for (int a = 0; a < MT; ++a) {
@@ -330,7 +332,7 @@ struct FusedLinear {
                 #pragma unroll
                 for (int a = 0; a < MT; ++a) {
                     mu::AFrag af;
-                    mu::load_a_rows(af, a_addr[a] + (u32)(step * RB + r) * a_step[a]);
+                    mu::load_a_rows(af, a_addr[a] + (u32)(step * RB) * a_step[a] + 32u * (u32)r);
                     #pragma unroll
                     for (int b = 0; b < TPW; ++b) mu::mma(acc[a][b], af, bf[r][b]);
                 }
