@@ -39,6 +39,8 @@ def main(argv=None):
     ap.add_argument("--problems", default=DEFAULT)
     ap.add_argument("--budget", type=float, default=25.0, help="seconds per problem")
     ap.add_argument("--diag", action="store_true", help="also time the best config with one stage left out")
+    ap.add_argument("--rows", default="", help="rows_per_stage values to sweep (default: the tuner's)")
+    ap.add_argument("--stages", default="", help="pipeline depths to sweep (default: the tuner's)")
     args = ap.parse_args(argv)
     dev = torch.device("cuda")
     arch = arch_of(dev)
@@ -47,7 +49,8 @@ def main(argv=None):
     plan = []
     all_specs = {}
     for p in probs:
-        cands = fused_candidates(arch, p.K, p.IC, p.OC, p.M, sms)
+        space = {k: tuple(int(v) for v in getattr(args, k).split(",")) for k in ("rows", "stages") if getattr(args, k)}
+        cands = fused_candidates(arch, p.K, p.IC, p.OC, p.M, sms, **space)
         timer = FusedTimer(p, dev)
         all_specs.update(dict(timer.specs(cands)))
         plan.append((p, cands, timer))

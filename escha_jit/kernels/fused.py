@@ -79,7 +79,7 @@ def smem_layout(cfg: FusedConfig, K: float, M: int, kr: int, i8: bool = False) -
     words, then two fp32 [16*m_tiles][kr/128] dequantisation tables; swapped route: [M][kr + 16]
     u32 half2 words, then one fp32 [16*m_tiles][kr/128] table of x sums), one trellis ring per wave
     [stages][rows_per_stage][8/warps tiles][W32] u32 (all waves: stages*rows*8*W32 words), one m
-    tile of partial sums [16][132] fp32, per-row exponents [16*m_tiles] + flag, rows_per_stage x 32
+    tile of partial sums [16][132] fp32, per-row exponents [16*m_tiles] + flag, rows_per_stage x 64
     zero bytes (the A operand of rows >= M)."""
     mp = 16 * cfg.m_tiles
     w32 = tile_words(K) // 2
@@ -91,7 +91,7 @@ def smem_layout(cfg: FusedConfig, K: float, M: int, kr: int, i8: bool = False) -
         xs = _align(M * (kr + 8) * 2)
     tr = cfg.stages * cfg.rows_per_stage * 8 * w32 * 4     # warps x private rings of (8/warps) tile columns
     red = 16 * (COLS + 4) * 4
-    ex = _align((mp + 4) * 4 + 32 * cfg.rows_per_stage)
+    ex = _align((mp + 4) * 4 + 64 * cfg.rows_per_stage)
     return SmemLayout(xs, xs + tr, xs + tr + red, xs + tr + red + ex, tr)
 
 

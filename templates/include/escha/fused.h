@@ -134,7 +134,7 @@ struct FusedLinear {
         float* red = reinterpret_cast<float*>(smem + p.off_red);
         int* row_exp = reinterpret_cast<int*>(smem + p.off_exp);     // [MP] per-row exponent
         int* flag = row_exp + MP;
-        half_t* zero16 = reinterpret_cast<half_t*>(flag + 4);       // RB x 32 bytes of zeros: rows >= M
+        half_t* zero16 = reinterpret_cast<half_t*>(flag + 4);       // RB x 64 bytes of zeros: rows >= M
         // int8 route: x words [M][KR + 16] (one token value replicated in 4 bytes, mu::i8_slot order
         // per 16-k slab), then per (row, 128-block) the dequantisation factor and offset [MP][KR/128];
         // swapped route: half2 {x, x} words [M][KR + 16], then (mul1) per (row, 128-block) sums of x
@@ -176,25 +176,22 @@ struct FusedLinear {
         // stage and stores them to LDS after it, so the memory latency overlaps a stage of decode.
         // Off by default: hipRTC 6.4 (the users' route) spills the staged registers (400 bytes of
         // scratch for the M=1 config), clang-22 does not.
-        auto load_step_regs = [&](int step, StagedCopy16<PER_LANE>& st) {
-            const u32* src = src0 + step * step_stride;
+        auto load_step_regs = [&](const u32* src, StagedCopy16<PER_LANE>& st) {
             #pragma unroll
             for (int i = 0; i < PER_LANE; ++i)
                 if (PIECES % ESCHA_WAVE == 0 || i * ESCHA_WAVE + lane < PIECES) st.load(i, src + piece_src[i]);
         };
-        auto store_step_regs = [&](int step, const StagedCopy16<PER_LANE>& st) {
-            const u32 slot_bytes = 4u * (u32)((step % STAGES) * SLOT_WORDS);
+        auto store_step_regs = [&](u32 slot_bytes, const StagedCopy16<PER_LANE>& st) {
             #pragma unroll
             for (int i = 0; i < PER_LANE; ++i)
                 if (PIECES % ESCHA_WAVE == 0 || i * ESCHA_WAVE + lane < PIECES) st.store(i, piece_dst[i] + slot_bytes);
         };
 #endif
-        auto load_step = [&](int step) { copy_stage(step, src0, step_stride, piece_dst, piece_src, lane); };
-        if (threadIdx.x < 8 * RB) reinterpret_cast<u32*>(zero16)[threadIdx.x] = 0u;
+        for (int i = threadIdx.x; i < 16 * RB; i += blockDim.x) reinterpret_cast<u32*>(zero16)[i] = 0u;
         if (threadIdx.x == 4) flag[1] = (int)0x8FFF8FFFu;   // the codebook mask, read back below
         #pragma unroll
         for (int s = 0; s < STAGES - 1; ++s) {               // start streaming the weights at once
-            if (s < steps) load_step(s);
+            if (s < steps) copy_slot(src0 + s * step_stride, 4u * (u32)(s * SLOT_WORDS), piece_dst, piece_src, lane);
             async_commit();
         }
         // The layer's scales do not depend on the previous kernel either: fetch the block's rin /
@@ -264,7 +261,7 @@ struct FusedLinear {
                             dec, steps, lane, mask);
         } else {
         // A operand addresses of this lane (ldmatrix: lane l supplies row l % 16); rows >= M read
-        // the zero bytes instead (their column step is 0: RB x 32 of them, so that a step's RB
+        // the zero bytes instead (their column step is 0: RB x 32 of them are read, so that a step's RB
         // fragments sit at compile-time offsets 32 r from one per-step address for every lane and
         // fold into the loads' immediates).
         u32 a_addr[MT], a_step[MT];
@@ -281,18 +278,19 @@ struct FusedLinear {
         const u32 cb_mask = reinterpret_cast<const u32*>(flag)[1];
 
         // ---- main loop: wave-private pipeline, decode all tiles of a step, then multiply
+        RingCursor ring_at(src0, step_stride);
         for (int step = 0; step < steps; ++step) {
             async_wait<STAGES - 2>();
             wave_sync();
 #if defined(ESCHA_AMD) && ESCHA_AMD_STAGED_COPY
             StagedCopy16<PER_LANE> staged;
             const bool prefetch = step + STAGES - 1 < steps;
-            if (prefetch) load_step_regs(step + STAGES - 1, staged);
+            if (prefetch) load_step_regs(ring_at.src, staged);
 #else
-            if (step + STAGES - 1 < steps) load_step(step + STAGES - 1);
+            if (step + STAGES - 1 < steps) copy_slot(ring_at.src, ring_at.write, piece_dst, piece_src, lane);
 #endif
             async_commit();
-            const u32 slot = 4u * (u32)((step % STAGES) * SLOT_WORDS);
+            const u32 slot = ring_at.read;
 #if defined(ESCHA_AMD)
             // one add per word and step; the tile offsets below then fold into the ds_load offset
             // field (without the opaque base LLVM keeps one VGPR per (word, tile) and adds 2 VALU per load)
@@ -338,8 +336,9 @@ struct FusedLinear {
                 }
 #endif
 #if defined(ESCHA_AMD) && ESCHA_AMD_STAGED_COPY
-            if (prefetch) store_step_regs(step + STAGES - 1, staged);
+            if (prefetch) store_step_regs(ring_at.write, staged);
 #endif
+            ring_at.advance(step_stride);
             wave_sync();      // every lane done reading this slot before it is refilled
         }
         }   // not I8
@@ -498,12 +497,13 @@ struct FusedLinear {
         for (int part = 0; part < 2; ++part) x0_addr[part] = smem_addr(xq + mu::i8_x_word(lane, part));
         int dpart[TPW][mu::I8_DOT_COLS];
         fill(dpart, 0);
+        RingCursor ring_at(src0, step_stride);
         for (int step = 0; step < steps; ++step) {
             async_wait<STAGES - 2>();
             wave_sync();
-            if (step + STAGES - 1 < steps) copy_stage(step + STAGES - 1, src0, step_stride, piece_dst, piece_src, lane);
+            if (step + STAGES - 1 < steps) copy_slot(ring_at.src, ring_at.write, piece_dst, piece_src, lane);
             async_commit();
-            const u32 slot = 4u * (u32)((step % STAGES) * SLOT_WORDS);
+            const u32 slot = ring_at.read;
             #pragma unroll
             for (int r = 0; r < RB; ++r) {
                 mu::BFragI8 bf[TPW];
@@ -548,7 +548,11 @@ struct FusedLinear {
                 #pragma unroll
                 for (int a = 0; a < MT; ++a) {
                     mu::XFragI8 xf;
-                    mu::load_x_i8(xf, a_addr[a][0] + (u32)row * a_step[a][0], a_addr[a][1] + (u32)row * a_step[a][1]);
+                    // one per-step address, the step's slabs at compile-time offsets 64 r (rows >= M:
+                    // inside the RB x 64 zero bytes): the offsets fold into the loads' immediates
+                    const u32 slab = 64u * (u32)r;
+                    mu::load_x_i8(xf, a_addr[a][0] + (u32)(step * RB) * a_step[a][0] + slab,
+                                  a_addr[a][1] + (u32)(step * RB) * a_step[a][1] + slab);
                     #pragma unroll
                     for (int b = 0; b < TPW; ++b) {
                         if constexpr (SW)
@@ -572,16 +576,31 @@ struct FusedLinear {
                         }
                 }
             }
+            ring_at.advance(step_stride);
             wave_sync();      // every lane done reading this slot before it is refilled
         }
     }
 
-    // Stage `step` of the wave's trellis tiles (RB rows x TPW tiles) into its ring slot: this lane's
-    // 16-byte async copies (shared / global offsets per piece fixed per lane, see run()).
-    ESCHA_DEVICE static void copy_stage(int step, const u32* src0, long long step_stride, const u32 (&piece_dst)[PER_LANE],
-                                        const int (&piece_src)[PER_LANE], int lane) {
-        const u32 slot_bytes = 4u * (u32)((step % STAGES) * SLOT_WORDS);
-        const u32* src = src0 + step * step_stride;
+    // A wave's place in its ring, advanced once per step: the slot being decoded (bytes from slot 0),
+    // the slot the step STAGES - 1 ahead streams into, and that step's first weight word. Running
+    // offsets instead of `step % STAGES` and `src0 + step * stride`: on sm_90 those cost a
+    // multiply-high division and a 64-bit product per step (~20 instructions per K4 mcg step of 4
+    // tiles, predicated or not).
+    struct RingCursor {
+        static_assert(STAGES >= 2, "the ring streams STAGES - 1 steps ahead");
+        static constexpr u32 SLOT_BYTES = 4u * SLOT_WORDS, RING_BYTES = 4u * RING_WORDS;
+        u32 read = 0, write = (STAGES - 1) * SLOT_BYTES;
+        const u32* src;
+        ESCHA_DEVICE RingCursor(const u32* src0, long long step_stride) : src(src0 + (STAGES - 1) * step_stride) {}
+        ESCHA_DEVICE static u32 next(u32 b) { b += SLOT_BYTES; return b == RING_BYTES ? 0u : b; }
+        ESCHA_DEVICE void advance(long long step_stride) { read = next(read); write = next(write); src += step_stride; }
+    };
+
+    // One stage of the wave's trellis tiles (RB rows x TPW tiles, first word `src`) into the ring slot
+    // at `slot_bytes`: this lane's 16-byte async copies (shared / global offsets per piece fixed per
+    // lane, see run()).
+    ESCHA_DEVICE static void copy_slot(const u32* src, u32 slot_bytes, const u32 (&piece_dst)[PER_LANE],
+                                       const int (&piece_src)[PER_LANE], int lane) {
         #pragma unroll
         for (int i = 0; i < PER_LANE; ++i)
             if (PIECES % ESCHA_WAVE == 0 || i * ESCHA_WAVE + lane < PIECES)
