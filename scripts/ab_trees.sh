@@ -12,7 +12,10 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 trees=(); for t in "$@"; do trees+=("$(realpath "$t")"); done
 OUT=${OUT:-.out}; mkdir -p "$OUT"
-export PYTHONUNBUFFERED=1 ESCHA_JIT_CACHE_DIR=${ESCHA_JIT_CACHE_DIR:-/tmp/escha-cache}
+# A cache dir of its own with no user tuning table in it: a user table (written there by a tune run)
+# wins over every tree's shipped table, and an A/B of two tables would compare one table with itself.
+export PYTHONUNBUFFERED=1 ESCHA_JIT_CACHE_DIR=${AB_CACHE_DIR:-/tmp/escha-ab-cache}
+rm -f "$ESCHA_JIT_CACHE_DIR"/tuning/*.json
 for tree in "${trees[@]}"; do
   mkdir -p "$tree/benchmarks" && cp -r benchmarks/*.py benchmarks/baselines "$tree/benchmarks/"
 done
