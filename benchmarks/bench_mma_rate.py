@@ -12,14 +12,16 @@ LOP3 and `--extra` dependent LOP3 each; their words become the unit's weight ope
   wg    2 wgmma m64n16k16 per warpgroup with the words as register A, {x, x} tokens from shared
         memory as B, one group in flight (the proposed M = 16 word route)
 
-and prints ns per tile per SM and SM cycles per tile at the measured clock-free estimate (1.755 GHz,
-RESULTS.md session 5). No correctness: operands are arbitrary, only the issue and unit rates count.
+and prints ns per tile per SM and SM cycles per tile at the SM clock measured under decode load
+(1.755 GHz, RESULTS.md session 5). No correctness: operands are arbitrary, only the issue and unit
+rates count.
 
     python benchmarks/bench_mma_rate.py --out mma_rate.json
 """
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
 import sys
@@ -27,6 +29,9 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_linear import run_meta  # noqa: E402
+from escha_jit.toolchain.nvrtc import NVRTCToolchain  # noqa: E402
 
 SRC = r"""
 #include <cuda_fp16.h>
@@ -164,11 +169,10 @@ extern "C" __global__ void __launch_bounds__(256, 2) rate(float* out, u32 mul, i
 """
 
 ROUTES = ("sw2", "sw4", "fp2", "nw4", "wg")
-CLOCK_GHZ = 1.755
+CLOCK_GHZ = 1.755          # SM clock under decode load (Nsight Compute, RESULTS.md session 5)
 
 
 def build(route: str, extra: int):
-    from escha_jit.toolchain.nvrtc import NVRTCToolchain
     src = SRC.replace("{{ROUTE}}", route).replace("{{EXTRA}}", str(extra))
     co = NVRTCToolchain().compile(src, "sm_90a", name=f"rate_{route}_{extra}.cu")
     return co
@@ -179,7 +183,7 @@ def main(argv=None):
     ap.add_argument("--out", default="mma_rate.json")
     ap.add_argument("--extra", default="0,1,2,3")
     ap.add_argument("--iters", type=int, default=4096)
-    ap.add_argument("--compile-only", action="store_true", help="print each variant's ptxas log and SASS size")
+    ap.add_argument("--compile-only", action="store_true", help="compile every variant (no GPU) and print ptxas' resource lines")
     args = ap.parse_args(argv)
     extras = [int(e) for e in args.extra.split(",")]
     rows = []
@@ -190,7 +194,6 @@ def main(argv=None):
                 print(r, e, co.log.strip().splitlines()[-2:], flush=True)
         return
     from escha_jit.runtime.cuda import CudaRuntime
-    import ctypes
     rt = CudaRuntime()
     dev = torch.device("cuda")
     sms = torch.cuda.get_device_properties(dev).multi_processor_count
@@ -207,6 +210,7 @@ def main(argv=None):
             types = (ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int32)
             def launch():
                 rt.launch(fn, (blocks, 1, 1), (threads, 1, 1), 32768, stream, vals, types, "rate")
+
             for _ in range(3):
                 launch()
             torch.cuda.synchronize()
@@ -223,7 +227,7 @@ def main(argv=None):
                              cycles_per_tile_sm=ns * CLOCK_GHZ))
             print(f"{r:<6}{e:>6}{instr:>22}{ns:>12.3f}{ns * CLOCK_GHZ:>16.2f}", flush=True)
     with open(args.out, "w") as f:
-        json.dump(dict(rows=rows, gpu=torch.cuda.get_device_name(dev)), f, indent=1)
+        json.dump(dict(meta=run_meta(), clock_ghz=CLOCK_GHZ, rows=rows), f, indent=1)
 
 
 if __name__ == "__main__":
