@@ -40,11 +40,17 @@ def main(argv=None):
     ap.add_argument("--buckets", default="1,4,16")
     ap.add_argument("--dtypes", default="f16,bf16")
     ap.add_argument("--budget", type=float, default=3.0)
+    for axis in ("warps", "rows", "stages", "min_blocks"):
+        ap.add_argument(f"--{axis.replace('_', '-')}", default="",
+                        help=f"comma-separated values of the search grid's {axis} axis (default: escha_jit's)")
     args = ap.parse_args(argv)
+    grid = {a: [int(v) for v in getattr(args, a).split(",")] for a in ("warps", "rows", "stages", "min_blocks")
+            if getattr(args, a)}
     dt = {"f16": torch.float16, "bf16": torch.bfloat16}
     t0 = time.perf_counter()
     rep = tune(None, shapes=shapes(), m_buckets=[int(b) for b in args.buckets.split(",")],
-               dtypes=[dt[d] for d in args.dtypes.split(",")], budget_s=args.budget, save=True, progress=True)
+               dtypes=[dt[d] for d in args.dtypes.split(",")], budget_s=args.budget, save=True, progress=True,
+               grid=grid)
     print(rep.summary())
     TuningTable.load(rep.table_path).save(args.out)
     with open(args.report, "w") as f:

@@ -115,10 +115,19 @@ def test_table_merge_user_wins(tmp_path, monkeypatch):
     assert "merged_from" in tb.table("sm_90").provenance
 
 
+def _entry(config, splits=1):
+    return json.dumps({"format": 1, "entries": {"fused|K2|mcg|4096x4096|f16|M1": {"config": config,
+                                                                                  "launch": {"splits": splits}}}})
+
+
 @pytest.mark.parametrize("content", ["{not json", json.dumps({"format": 99, "entries": {}}),
                                      json.dumps({"format": 1, "entries": {"k": {"config": {"warps": 3}}}}),
-                                     json.dumps({"format": 1, "entries": {"k": {"config": {"bogus": 1}, "launch": {"splits": 1}}}})])
+                                     _entry({"bogus": 1}), _entry({"warps": 3}), _entry({"stages": 1}),
+                                     _entry({"rows_per_stage": 0}), _entry({"xh": 2}), _entry({"warps": "8"}),
+                                     _entry({}, splits=0)])
 def test_corrupt_table(tmp_path, monkeypatch, caplog, content):
+    import escha_jit.autotune.table as T
+    monkeypatch.setattr(T, "shipped_table_path", lambda arch: str(tmp_path / "no_shipped_table.json"))
     monkeypatch.setenv("ESCHA_JIT_CACHE_DIR", str(tmp_path))
     path = user_table_path("sm_90")
     os.makedirs(os.path.dirname(path))
@@ -126,8 +135,33 @@ def test_corrupt_table(tmp_path, monkeypatch, caplog, content):
     with pytest.raises(TableError, match="sm_90.json"):
         TuningTable.load(path)
     tb = Tables(str(tmp_path))
-    assert tb.lookup("sm_90", "fused|K2|mcg|4096x4096|f16|M1") is None or True   # shipped may hold it
+    assert tb.lookup("sm_90", "fused|K2|mcg|4096x4096|f16|M1") is None    # the whole user table is ignored
     assert "ignoring tuning table" in caplog.text
+
+
+@pytest.mark.parametrize("field,value", [("warps", 3), ("warps", 16), ("m_tiles", 0), ("rows_per_stage", 0),
+                                         ("stages", 1), ("min_blocks", 0), ("xh", 2), ("swap", -1), ("diag", 5),
+                                         ("stages", 2.0), ("warps", True)])
+def test_fused_config_rejects_out_of_range(field, value):
+    with pytest.raises(ValueError, match=f"FusedConfig.{field}="):
+        FusedConfig(**{field: value})
+
+
+def test_tune_grid_overrides_and_checks():
+    from escha_jit.autotune.api import TUNE_GRID, tune_grid
+    assert tune_grid() == TUNE_GRID
+    g = tune_grid({"rows": [8, 16, 32], "stages": (2, 3, 4)})
+    assert g["rows"] == (8, 16, 32) and g["stages"] == (2, 3, 4) and g["warps"] == TUNE_GRID["warps"]
+    assert TUNE_GRID["rows"] == (4, 8)                                  # the default is not modified
+    with pytest.raises(ValueError, match="axis 'tiles'"):
+        tune_grid({"tiles": (1,)})
+    with pytest.raises(ValueError, match="axis 'stages'.*FusedConfig.stages=1"):
+        tune_grid({"stages": (1, 2)})
+    with pytest.raises(ValueError, match="axis 'rows': no values"):
+        tune_grid({"rows": ()})
+    # the candidates of a widened grid carry its values
+    cands = fused_candidates("sm_90", 2.0, 8192, 28672, 16, 132, **g, xh=(1,))
+    assert {c.cfg.rows_per_stage for c in cands} == {8, 16, 32}
 
 
 def test_miss_logged_once_per_key(tmp_path, caplog, monkeypatch):

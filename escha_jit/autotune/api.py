@@ -7,12 +7,12 @@ import dataclasses
 import logging
 import os
 import time
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Mapping, Optional, Sequence
 
 import torch
 
 from .. import __version__
-from ..kernels.fused import MAX_M, default_config, default_launch
+from ..kernels.fused import MAX_M, FusedConfig, default_config, default_launch
 from ..nn import EschaLinear
 from ..offline import compile_all
 from ..ops.common import DTYPE_NAMES, arch_of
@@ -27,6 +27,26 @@ DEFAULT_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 # The grid tune() searches: the H200 sweeps (benchmarks/results) found warps, rows per stage, the
 # split count and the XH mode to matter and stages / min_blocks to move times by ~1 %.
 TUNE_GRID = dict(warps=(4, 8), rows=(4, 8), stages=(2, 3), min_blocks=(2,))
+
+
+def tune_grid(overrides: Optional[Mapping[str, Sequence[int]]] = None) -> dict:
+    """The grid tune() searches: TUNE_GRID with the axes named in ``overrides`` (warps, rows,
+    stages, min_blocks) replaced, e.g. ``{"rows": (8, 16, 32)}``; each value is checked as
+    FusedConfig checks it (ValueError naming the axis)."""
+    grid = dict(TUNE_GRID)
+    for axis, values in (overrides or {}).items():
+        if axis not in grid:
+            raise ValueError(f"tune grid axis {axis!r}: expected one of {sorted(grid)}")
+        vals = tuple(values)
+        if not vals:
+            raise ValueError(f"tune grid axis {axis!r}: no values")
+        for v in vals:
+            try:
+                FusedConfig(**{"rows_per_stage" if axis == "rows" else axis: v})
+            except ValueError as e:
+                raise ValueError(f"tune grid axis {axis!r}: {e}") from None
+        grid[axis] = vals
+    return grid
 
 
 def layer_shapes(model_or_layers) -> list[LayerShape]:
@@ -73,10 +93,13 @@ class TuneReport:
 def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
          dtypes: Sequence[torch.dtype] = (torch.float16,), budget_s: float = 20.0,
          device: Optional[torch.device] = None, save: bool = True, progress: bool = True,
-         shapes: Optional[Iterable[LayerShape]] = None) -> TuneReport:
+         shapes: Optional[Iterable[LayerShape]] = None,
+         grid: Optional[Mapping[str, Sequence[int]]] = None) -> TuneReport:
     """Measure and record the best fused-kernel configuration of every (shape, dtype, M bucket)
     of the model's coded projections. Writes the user table in the cache dir (it wins over the
-    shipped one) unless ``save`` is False. ``budget_s`` bounds each problem's search."""
+    shipped one) unless ``save`` is False. ``budget_s`` bounds each problem's search; ``grid``
+    widens or narrows the searched axes (see tune_grid)."""
+    search = tune_grid(grid)
     from .measure import FusedTimer, Problem, candidate_specs
     t_start = time.perf_counter()
     dev = device or torch.device("cuda")
@@ -88,7 +111,7 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
     bar = Progress(len(problems) + 1, "tune", enabled=progress)
     timers, specs = [], {}
     for p in problems:
-        cands = fused_candidates(arch, p.K, p.IC, p.OC, p.M, sms, **TUNE_GRID, xh=(0, 1) if p.M <= 4 else (1,))
+        cands = fused_candidates(arch, p.K, p.IC, p.OC, p.M, sms, **search, xh=(0, 1) if p.M <= 4 else (1,))
         specs.update(dict(candidate_specs(arch, p.K, p.codebook, DTYPE_NAMES[p.dtype], cands + [_heuristic(p, sms, arch)])))
         timers.append((p, cands, None))
     compile_all(arch, specs=list(specs.items()), jobs=os.cpu_count())

@@ -12,6 +12,7 @@ size the launch and to filter tuning candidates.
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from typing import Optional
 
 from ..spec import KernelSpec, vendor_of
@@ -47,6 +48,19 @@ class FusedConfig:
                               # v_dot4_i32_iu8) instead of the matrix unit (the gfx12 default there)
     swap: int = 0             # NVIDIA, M <= 8: the swapped fp16 route (weights as the 16-row operand,
                               # two fp16 halves per weight fed to the unit); see swap_route
+
+    def __post_init__(self):
+        # a bad value would otherwise surface as a static_assert of the kernel source at compile time
+        for name, ok, want in (("warps", self.warps in (1, 2, 4, 8), "1, 2, 4 or 8 (it divides the 8 tile columns)"),
+                               ("m_tiles", self.m_tiles >= 1, ">= 1"),
+                               ("rows_per_stage", self.rows_per_stage >= 1, ">= 1"),
+                               ("stages", self.stages >= 2, ">= 2 (the ring streams stages - 1 steps ahead)"),
+                               ("min_blocks", self.min_blocks >= 1, ">= 1"),
+                               ("xh", self.xh in (0, 1), "0 or 1"), ("dot", self.dot in (0, 1), "0 or 1"),
+                               ("swap", self.swap in (0, 1), "0 or 1"), ("diag", 0 <= self.diag <= 4, "0..4")):
+            v = getattr(self, name)
+            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or not ok:
+                raise ValueError(f"FusedConfig.{name}={v!r}: expected {want}")
 
     def tile(self) -> dict:
         d = dataclasses.asdict(self)
