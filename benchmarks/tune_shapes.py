@@ -40,11 +40,11 @@ def main(argv=None):
     ap.add_argument("--buckets", default="1,4,16")
     ap.add_argument("--dtypes", default="f16,bf16")
     ap.add_argument("--budget", type=float, default=3.0)
-    for axis in ("warps", "rows", "stages", "min_blocks"):
+    for axis in ("warps", "rows", "stages", "min_blocks", "xh"):
         ap.add_argument(f"--{axis.replace('_', '-')}", default="",
                         help=f"comma-separated values of the search grid's {axis} axis (default: escha_jit's)")
     args = ap.parse_args(argv)
-    grid = {a: [int(v) for v in getattr(args, a).split(",")] for a in ("warps", "rows", "stages", "min_blocks")
+    grid = {a: [int(v) for v in getattr(args, a).split(",")] for a in ("warps", "rows", "stages", "min_blocks", "xh")
             if getattr(args, a)}
     dt = {"f16": torch.float16, "bf16": torch.bfloat16}
     t0 = time.perf_counter()

@@ -27,16 +27,21 @@ DEFAULT_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 # The grid tune() searches: the H200 sweeps (benchmarks/results) found warps, rows per stage, the
 # split count and the XH mode to matter and stages / min_blocks to move times by ~1 %.
 TUNE_GRID = dict(warps=(4, 8), rows=(4, 8), stages=(2, 3), min_blocks=(2,))
+# The A side searched per M when the grid does not name it: the in-kernel prologue repeats the
+# input Hadamard in every column group, which the prep kernel's extra launch beats from M = 8 on
+# (session 6: xh=0 won none of the 62 M = 16 problems).
+XH_BY_M = ((4, (0, 1)), (MAX_M, (1,)))
 
 
 def tune_grid(overrides: Optional[Mapping[str, Sequence[int]]] = None) -> dict:
     """The grid tune() searches: TUNE_GRID with the axes named in ``overrides`` (warps, rows,
-    stages, min_blocks) replaced, e.g. ``{"rows": (8, 16, 32)}``; each value is checked as
-    FusedConfig checks it (ValueError naming the axis)."""
+    stages, min_blocks, and xh - by default chosen per M, XH_BY_M) replaced, e.g.
+    ``{"rows": (8, 16, 32)}``; each value is checked as FusedConfig checks it (ValueError naming
+    the axis)."""
     grid = dict(TUNE_GRID)
     for axis, values in (overrides or {}).items():
-        if axis not in grid:
-            raise ValueError(f"tune grid axis {axis!r}: expected one of {sorted(grid)}")
+        if axis not in grid and axis != "xh":
+            raise ValueError(f"tune grid axis {axis!r}: expected one of {sorted([*grid, 'xh'])}")
         vals = tuple(values)
         if not vals:
             raise ValueError(f"tune grid axis {axis!r}: no values")
@@ -111,7 +116,8 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
     bar = Progress(len(problems) + 1, "tune", enabled=progress)
     timers, specs = [], {}
     for p in problems:
-        cands = fused_candidates(arch, p.K, p.IC, p.OC, p.M, sms, **search, xh=(0, 1) if p.M <= 4 else (1,))
+        xh = search.get("xh") or next(v for m, v in XH_BY_M if p.M <= m)
+        cands = fused_candidates(arch, p.K, p.IC, p.OC, p.M, sms, **{**search, "xh": xh})
         specs.update(dict(candidate_specs(arch, p.K, p.codebook, DTYPE_NAMES[p.dtype], cands + [_heuristic(p, sms, arch)])))
         timers.append((p, cands, None))
     compile_all(arch, specs=list(specs.items()), jobs=os.cpu_count())
