@@ -141,10 +141,16 @@ def test_corrupt_table(tmp_path, monkeypatch, caplog, content):
 
 @pytest.mark.parametrize("field,value", [("warps", 3), ("warps", 16), ("m_tiles", 0), ("rows_per_stage", 0),
                                          ("stages", 1), ("min_blocks", 0), ("xh", 2), ("swap", -1), ("diag", 5),
-                                         ("stages", 2.0), ("warps", True)])
+                                         ("stages", 2.0), ("stages", "2"), ("warps", True)])
 def test_fused_config_rejects_out_of_range(field, value):
     with pytest.raises(ValueError, match=f"FusedConfig.{field}="):
         FusedConfig(**{field: value})
+
+
+@pytest.mark.parametrize("splits", [0, -1, 2.0, "2", True])
+def test_fused_launch_rejects_out_of_range(splits):
+    with pytest.raises(ValueError, match="FusedLaunch.splits="):
+        FusedLaunch(splits)
 
 
 def test_tune_grid_overrides_and_checks():

@@ -79,8 +79,6 @@ def _entry_from_json(where: str, d: Any) -> Entry:
         raise TableError(f"{where}: bad config/launch: {e}") from None
     if cfg.diag:
         raise TableError(f"{where}: diagnostic configs (diag={cfg.diag}) cannot be tuned choices")
-    if not isinstance(launch.splits, int) or launch.splits < 1:
-        raise TableError(f"{where}: out-of-range values in {d['config']} / {d['launch']}")
     extra = {k: v for k, v in d.items() if k not in ("config", "launch", "us")}
     us = d.get("us")
     return Entry(cfg, launch, float(us) if isinstance(us, (int, float)) else None, extra)

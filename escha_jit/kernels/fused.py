@@ -33,6 +33,12 @@ I8_MAX_M = 8          # the int8-activation kernels serve decode batches (one n8
 I8_CODEBOOKS = ("mul1",)
 
 
+def _check_field(owner: str, name: str, v, ok, want: str) -> None:
+    """A launch-shaping field must be a plain integer (no bool) for which ``ok(v)`` holds."""
+    if not isinstance(v, numbers.Integral) or isinstance(v, bool) or not ok(v):
+        raise ValueError(f"{owner}.{name}={v!r}: expected {want}")
+
+
 @dataclasses.dataclass(frozen=True)
 class FusedConfig:
     warps: int = 8            # waves per block (divides 8: each owns 8/warps tile columns)
@@ -51,16 +57,13 @@ class FusedConfig:
 
     def __post_init__(self):
         # a bad value would otherwise surface as a static_assert of the kernel source at compile time
-        for name, ok, want in (("warps", self.warps in (1, 2, 4, 8), "1, 2, 4 or 8 (it divides the 8 tile columns)"),
-                               ("m_tiles", self.m_tiles >= 1, ">= 1"),
-                               ("rows_per_stage", self.rows_per_stage >= 1, ">= 1"),
-                               ("stages", self.stages >= 2, ">= 2 (the ring streams stages - 1 steps ahead)"),
-                               ("min_blocks", self.min_blocks >= 1, ">= 1"),
-                               ("xh", self.xh in (0, 1), "0 or 1"), ("dot", self.dot in (0, 1), "0 or 1"),
-                               ("swap", self.swap in (0, 1), "0 or 1"), ("diag", 0 <= self.diag <= 4, "0..4")):
-            v = getattr(self, name)
-            if not isinstance(v, numbers.Integral) or isinstance(v, bool) or not ok:
-                raise ValueError(f"FusedConfig.{name}={v!r}: expected {want}")
+        flag = (lambda v: v in (0, 1), "0 or 1")
+        for name, (ok, want) in (("warps", (lambda v: v in (1, 2, 4, 8), "1, 2, 4 or 8 (it divides the 8 tile columns)")),
+                                 ("m_tiles", (lambda v: v >= 1, ">= 1")), ("rows_per_stage", (lambda v: v >= 1, ">= 1")),
+                                 ("stages", (lambda v: v >= 2, ">= 2 (the ring streams stages - 1 steps ahead)")),
+                                 ("min_blocks", (lambda v: v >= 1, ">= 1")), ("xh", flag), ("dot", flag), ("swap", flag),
+                                 ("diag", (lambda v: 0 <= v <= 4, "0..4"))):
+            _check_field("FusedConfig", name, getattr(self, name), ok, want)
 
     def tile(self) -> dict:
         d = dataclasses.asdict(self)
@@ -73,6 +76,9 @@ class FusedConfig:
 @dataclasses.dataclass(frozen=True)
 class FusedLaunch:
     splits: int               # S: blocks along the input features (KR = IC / S each)
+
+    def __post_init__(self):
+        _check_field("FusedLaunch", "splits", self.splits, lambda v: v >= 1, ">= 1")
 
 
 @dataclasses.dataclass(frozen=True)
