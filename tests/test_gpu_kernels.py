@@ -309,17 +309,24 @@ def test_fused_writes_into_column_slice():
     assert (big[:, :256] == 7).all() and (big[:, 512:] == 7).all()
 
 
-@pytest.mark.parametrize("cfg,launch", [
-    (F.FusedConfig(warps=4, m_tiles=1, rows_per_stage=2, stages=2), F.FusedLaunch(4)),
-    (F.FusedConfig(warps=8, m_tiles=2, rows_per_stage=8, stages=4), F.FusedLaunch(1)),
-    (F.FusedConfig(warps=2, m_tiles=1, rows_per_stage=4, stages=3, min_blocks=1), F.FusedLaunch(8)),
+@pytest.mark.parametrize("cfg,launch,M", [
+    (F.FusedConfig(warps=4, m_tiles=1, rows_per_stage=2, stages=2), F.FusedLaunch(4), 3),
+    (F.FusedConfig(warps=8, m_tiles=2, rows_per_stage=8, stages=4), F.FusedLaunch(1), 9),
+    (F.FusedConfig(warps=2, m_tiles=1, rows_per_stage=4, stages=3, min_blocks=1), F.FusedLaunch(8), 3),
+    # 16 tile rows per stage (the tuned table's M = 16 pick): the fp16 route with the prep kernel,
+    # the swapped route from the prep kernel's rows and from the in-kernel prologue
+    (F.FusedConfig(warps=8, m_tiles=1, rows_per_stage=16, stages=2, xh=1), F.FusedLaunch(2), 16),
+    (F.FusedConfig(warps=8, m_tiles=1, rows_per_stage=16, stages=3, xh=1), F.FusedLaunch(1), 13),
+    (F.FusedConfig(warps=8, m_tiles=1, rows_per_stage=16, stages=3, xh=1), F.FusedLaunch(1), 5),
+    (F.FusedConfig(warps=4, m_tiles=1, rows_per_stage=16, stages=2), F.FusedLaunch(2), 1),
 ])
-def test_fused_tile_configs(cfg, launch):
-    w = _layer(1024, 512, 3.0, "mcg", 5)
-    x = torch.randn(9 if cfg.m_tiles > 1 else 3, 1024, device=DEV).half()
+@pytest.mark.parametrize("K,cb", [(3.0, "mcg"), (2.0, "mul1"), (4.0, "3inst")])
+def test_fused_tile_configs(cfg, launch, M, K, cb):
+    w = _layer(1024, 512, K, cb, 5)
+    x = torch.randn(M, 1024, device=DEV).half()
     y = F.fused_linear(x, w, cfg=cfg, launch=launch)
     ref = x.double().cpu() @ R.dense_weight(w.to("cpu"))
-    assert rel_rms(y, ref) < 1e-3
+    assert rel_rms(y, ref) < 1e-3, (K, cb, M, cfg, launch, rel_rms(y, ref))
 
 
 @pytest.mark.parametrize("M", [1, 16])
