@@ -319,6 +319,9 @@ def test_fused_writes_into_column_slice():
     (F.FusedConfig(warps=8, m_tiles=1, rows_per_stage=16, stages=3, xh=1), F.FusedLaunch(1), 13),
     (F.FusedConfig(warps=8, m_tiles=1, rows_per_stage=16, stages=3, xh=1), F.FusedLaunch(1), 5),
     (F.FusedConfig(warps=4, m_tiles=1, rows_per_stage=16, stages=2), F.FusedLaunch(2), 1),
+    # 32 rows per stage (the next grid point, benchmarks/RESULTS.md session 9): one step per 512 features
+    (F.FusedConfig(warps=8, m_tiles=1, rows_per_stage=32, stages=2, xh=1), F.FusedLaunch(2), 16),
+    (F.FusedConfig(warps=8, m_tiles=1, rows_per_stage=32, stages=2, xh=1), F.FusedLaunch(1), 5),
 ])
 @pytest.mark.parametrize("K,cb", [(3.0, "mcg"), (2.0, "mul1"), (4.0, "3inst")])
 def test_fused_tile_configs(cfg, launch, M, K, cb):
