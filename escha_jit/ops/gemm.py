@@ -7,6 +7,7 @@ import torch
 
 from ..kernels import gemm
 from ..reference import LinearWeights
+from ..runtime import runtime_for
 from .common import DTYPE_NAMES, arch_of, check_call, kernel_for
 from .fused import prep_kernel, run_prep, scratch
 
@@ -41,7 +42,7 @@ def coded_gemm(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] = 
     arch = arch_of(dev)
     pk = prep_kernel(dev, DTYPE_NAMES[x.dtype])
     gs = gemm.spec_for(arch, w.K, w.codebook, DTYPE_NAMES[out.dtype])
-    gk = kernel_for(gs, dev, gemm.ARGS, gemm.render_extra(gs))
+    gk = kernel_for(gs, dev, gemm.args_for(gs), gemm.render_extra(gs))
     xh, xh_exp = scratch.xh(dev, gemm.padded_rows(gs, M), IC)     # the GEMM reads whole token tiles
     stream = torch.cuda.current_stream(dev).cuda_stream
     run_prep(pk, x, w, xh, xh_exp, stream)
@@ -54,6 +55,23 @@ def run_gemm(kernel, spec, xh: torch.Tensor, xh_exp: torch.Tensor, w: LinearWeig
     """Launch the coded GEMM ``spec`` over the prep kernel's rows (xh with whole token tiles):
     y = out [M, out_features] from M = out.shape[0] tokens."""
     M = out.shape[0]
-    kernel.launch(gemm.grid(spec, M, w.OC), (gemm.THREADS,),
-                  (xh, xh_exp, out, out.stride(0), w.code, w.rout, w.s_out, bias32, M, w.IC, w.OC, w.logical_out),
-                  smem=gemm.smem_bytes(spec), stream=stream)
+    args = (xh, xh_exp, out, out.stride(0), w.code, w.rout, w.s_out, bias32, M, w.IC, w.OC, w.logical_out)
+    if spec.params.get("tma"):
+        args += (_x_tensor_map(xh, gemm.padded_rows(spec, M), w.IC, spec.params["tokens"]),)
+    kernel.launch(gemm.grid(spec, M, w.OC), (gemm.THREADS,), args, smem=gemm.smem_bytes(spec), stream=stream)
+
+
+_tensor_maps: dict = {}
+
+
+def _x_tensor_map(xh: torch.Tensor, rows: int, IC: int, tokens: int):
+    """The TMA descriptor of the prep buffer's [rows][IC] fp16 activations in [tokens][64] boxes,
+    built once per (buffer address, rows, IC): encoding one costs Python and driver time, and
+    a CUDA graph keeps the descriptor it captured (the buffer stays where it is: ops.fused.scratch)."""
+    key = (xh.device.index, xh.data_ptr(), rows, IC, tokens)
+    tm = _tensor_maps.get(key)
+    if tm is None:
+        if len(_tensor_maps) > 64:
+            _tensor_maps.clear()
+        tm = _tensor_maps[key] = runtime_for(xh.device).tensor_map_2d(xh.data_ptr(), rows, IC, tokens, 64)
+    return tm

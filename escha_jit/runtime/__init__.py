@@ -12,8 +12,10 @@ from typing import Any, Sequence
 
 import torch
 
+# "tmap": an NVIDIA tensor map (CudaRuntime.tensor_map_2d), passed by value: cuda-bindings copies
+# the 128 bytes behind the object's getPtr() when its ctype is None
 ARG_TYPES = {"ptr": ctypes.c_void_p, "i32": ctypes.c_int32, "u32": ctypes.c_uint32, "i64": ctypes.c_int64,
-             "f32": ctypes.c_float}
+             "f32": ctypes.c_float, "tmap": None}
 
 
 def arg_value(kind: str, v: Any) -> Any:

@@ -22,6 +22,23 @@ class CudaRuntime(VendorRuntime):
         attr.value.programmaticStreamSerializationAllowed = 1
         self._pdl_attrs = [attr]
 
+    def tensor_map_2d(self, ptr: int, rows: int, cols: int, box_rows: int, box_cols: int):
+        """A TMA descriptor of the row-major fp16 matrix [rows][cols] at device address ``ptr``
+        (16-byte aligned, cols * 2 a multiple of 16), copied in boxes [box_rows][box_cols] with the
+        128-byte swizzle (box_cols * 2 <= 128): the K-major layout wgmma reads (wgmma.h)."""
+        d = self.drv
+        if box_cols * 2 > 128 or (cols * 2) % 16 or ptr % 16:
+            raise ValueError(f"tensor map [{rows}][{cols}] fp16 at {ptr:#x}, box [{box_rows}][{box_cols}]: needs a "
+                             f"16-byte aligned base and row pitch and a box row of at most 128 bytes")
+        return check(d.cuTensorMapEncodeTiled(
+            d.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2, ptr,
+            [d.cuuint64_t(cols), d.cuuint64_t(rows)], [d.cuuint64_t(cols * 2)],
+            [d.cuuint32_t(box_cols), d.cuuint32_t(box_rows)], [d.cuuint32_t(1), d.cuuint32_t(1)],
+            d.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, d.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+            d.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            d.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+            f"cuTensorMapEncodeTiled([{rows}][{cols}] fp16, box [{box_rows}][{box_cols}])")
+
     def _make_current(self, idx: int) -> None:
         """Make torch's primary context of device ``idx`` current on this thread."""
         torch.cuda.init()

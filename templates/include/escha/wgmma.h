@@ -58,6 +58,28 @@ ESCHA_DEVICE void mbar_wait(u32 bar, u32 parity) {
                  "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
                  "@!done bra wait_%=;\n}\n" :: "r"(bar), "r"(parity) : "memory");
 }
+// ---- TMA (the tensor memory accelerator): bulk tensor copies global -> shared memory
+// A tensor map as a kernel parameter (`const __grid_constant__`): the driver's opaque 128 bytes
+// (cuTensorMapEncodeTiled, runtime/cuda.py), 64-byte aligned.
+struct ESCHA_ALIGN(64) TensorMap { unsigned long long opaque[16]; };
+
+ESCHA_DEVICE void prefetch_tensor_map(const TensorMap* map) {
+    asm volatile("prefetch.tensormap [%0];\n" :: "l"(reinterpret_cast<u64>(map)) : "memory");
+}
+// Initialized mbarriers visible to the async proxy (the TMA unit completes transactions on them).
+ESCHA_DEVICE void fence_mbar_init() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
+// One arrival that also announces `bytes` to arrive by transaction (the phase completes when both
+// the arrivals and the bytes are in).
+ESCHA_DEVICE void mbar_arrive_expect_tx(u32 bar, u32 bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar), "r"(bytes) : "memory");
+}
+// The box at (column c0, row c1) of a 2-D tensor map into shared memory at `dst` (the map's
+// swizzle applied), completing `bytes` on the mbarrier `bar`.
+ESCHA_DEVICE void tma_load_2d(u32 dst, const TensorMap* map, int c0, int c1, u32 bar) {
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
+                 :: "r"(dst), "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(bar) : "memory");
+}
+
 // Barrier over the first `threads` threads of the block (named barrier `id`, not 0).
 ESCHA_DEVICE void named_sync(int id, int threads) {
     asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(threads) : "memory");
