@@ -29,7 +29,7 @@ def launcher(x, w, y, diag: int, prep_only: bool = False, **tile):
     arch = arch_of(dev)
     pk = prep_kernel(dev, DTYPE_NAMES[x.dtype])
     gs = gemm.variant(gemm.spec_for(arch, w.K, w.codebook, DTYPE_NAMES[y.dtype]), diag=diag, **tile)
-    gk = kernel_for(gs, dev, gemm.args_for(gs), gemm.render_extra(gs))
+    gk = kernel_for(gs, dev, gemm.ARGS, gemm.render_extra(gs))
     xh, xe = scratch.xh(dev, gemm.padded_rows(gs, x.shape[0]), w.IC)
 
     def call():

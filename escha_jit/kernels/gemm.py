@@ -19,13 +19,8 @@ COLS = 128
 WORD_STAGES = 4       # the producer's trellis word ring (templates/gemm.hip.j2 WSTAGES)
 OUT_DTYPES = ("f16", "bf16", "f32")
 ARCHES = ("sm_90",)   # wgmma: Hopper only (sm_100 has a different matrix unit interface)
-# xh, xh_exp, y, ldy, code, rout, s_out, bias, M, IC, OC, out_valid
-ARGS = ("ptr", "ptr", "ptr", "i64", "ptr", "ptr", "ptr", "ptr", "i32", "i32", "i32", "i32")
-
-
-def args_for(spec: KernelSpec) -> tuple[str, ...]:
-    """The kernel's argument kinds: ARGS, plus the activations' tensor map with ``tma``."""
-    return ARGS + (("tmap",) if spec.params.get("tma") else ())
+# xh, xh_exp, y, ldy, code, rout, s_out, bias, M, IC, OC, out_valid, xh's TMA descriptor (ops/gemm.py)
+ARGS = ("ptr", "ptr", "ptr", "i64", "ptr", "ptr", "ptr", "ptr", "i32", "i32", "i32", "i32", "tmap")
 
 
 def supported(arch: str) -> bool:
@@ -33,30 +28,25 @@ def supported(arch: str) -> bool:
 
 
 def spec_for(arch: str, K: float, codebook: str, out_dtype: str, tokens: int = TOKENS,
-             stages: int = STAGES, diag: int = 0, wa: int = 0, tma: int = 0) -> KernelSpec:
-    """``diag`` (timing studies only, benchmarks/bench_gemm_parts.py): 1 = no decode, 2 = no wgmma.
-    ``wa`` (experiment): 1 = one mbarrier arrival per warp instead of per thread where the
-    arrivals are not tied to a thread's own cp.asyncs. ``tma`` (experiment): 1 = the activation
-    tiles by TMA (one bulk tensor copy per stage, issued by one thread; argument kinds: args_for)."""
+             stages: int = STAGES, diag: int = 0) -> KernelSpec:
+    """``diag`` (timing studies only, benchmarks/bench_gemm_parts.py): 1 = no decode, 2 = no wgmma."""
     if not supported(arch):
         raise ValueError(f"the coded GEMM needs Hopper wgmma ({ARCHES}), not {arch!r}")
     if out_dtype not in OUT_DTYPES:
         raise ValueError(f"out_dtype {out_dtype!r}: expected one of {OUT_DTYPES}")
     return KernelSpec.make("gemm", arch + "a", K=K, codebook=codebook, in_dtype="f16", out_dtype=out_dtype,
-                           tile={"tokens": tokens, "stages": stages, **({"diag": diag} if diag else {}),
-                                 **({"wa": wa} if wa else {}), **({"tma": tma} if tma else {})})
+                           tile={"tokens": tokens, "stages": stages, **({"diag": diag} if diag else {})})
 
 
 def render_extra(spec: KernelSpec) -> dict:
-    return {"out_code": DTYPE_CODES[spec.out_dtype], "diag": spec.params.get("diag", 0), "wa": spec.params.get("wa", 0),
-            "tma": spec.params.get("tma", 0)}
+    return {"out_code": DTYPE_CODES[spec.out_dtype], "diag": spec.params.get("diag", 0)}
 
 
 def variant(spec: KernelSpec, **tile) -> KernelSpec:
     """``spec`` with some tile parameters replaced (timing studies: benchmarks/bench_gemm_parts.py)."""
     p = {**spec.params, **tile}
     return spec_for(spec.arch[:-1], spec.K, spec.codebook, spec.out_dtype, p["tokens"], p["stages"],
-                    p.get("diag", 0), p.get("wa", 0), p.get("tma", 0))
+                    p.get("diag", 0))
 
 
 def smem_bytes(spec: KernelSpec) -> int:

@@ -42,7 +42,7 @@ def coded_gemm(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] = 
     arch = arch_of(dev)
     pk = prep_kernel(dev, DTYPE_NAMES[x.dtype])
     gs = gemm.spec_for(arch, w.K, w.codebook, DTYPE_NAMES[out.dtype])
-    gk = kernel_for(gs, dev, gemm.args_for(gs), gemm.render_extra(gs))
+    gk = kernel_for(gs, dev, gemm.ARGS, gemm.render_extra(gs))
     xh, xh_exp = scratch.xh(dev, gemm.padded_rows(gs, M), IC)     # the GEMM reads whole token tiles
     stream = torch.cuda.current_stream(dev).cuda_stream
     run_prep(pk, x, w, xh, xh_exp, stream)
@@ -55,9 +55,8 @@ def run_gemm(kernel, spec, xh: torch.Tensor, xh_exp: torch.Tensor, w: LinearWeig
     """Launch the coded GEMM ``spec`` over the prep kernel's rows (xh with whole token tiles):
     y = out [M, out_features] from M = out.shape[0] tokens."""
     M = out.shape[0]
-    args = (xh, xh_exp, out, out.stride(0), w.code, w.rout, w.s_out, bias32, M, w.IC, w.OC, w.logical_out)
-    if spec.params.get("tma"):
-        args += (_x_tensor_map(xh, gemm.padded_rows(spec, M), w.IC, spec.params["tokens"]),)
+    args = (xh, xh_exp, out, out.stride(0), w.code, w.rout, w.s_out, bias32, M, w.IC, w.OC, w.logical_out,
+            _x_tensor_map(xh, gemm.padded_rows(spec, M), w.IC, spec.params["tokens"]))
     kernel.launch(gemm.grid(spec, M, w.OC), (gemm.THREADS,), args, smem=gemm.smem_bytes(spec), stream=stream)
 
 

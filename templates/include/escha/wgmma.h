@@ -48,10 +48,6 @@ ESCHA_DEVICE void mbar_init(u32 bar, u32 count) {
 ESCHA_DEVICE void mbar_arrive(u32 bar) {
     asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" :: "r"(bar) : "memory");
 }
-// One arrival once every cp.async this thread issued before has landed (counted in the init).
-ESCHA_DEVICE void mbar_arrive_async(u32 bar) {
-    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" :: "r"(bar) : "memory");
-}
 // Wait until the phase with this parity (0 for the first completion, 1, 0, ...) has completed.
 ESCHA_DEVICE void mbar_wait(u32 bar, u32 parity) {
     asm volatile("{\n.reg .pred done;\nwait_%=:\n"
