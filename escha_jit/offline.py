@@ -98,8 +98,10 @@ def _check_amd_matrix_unit(spec: KernelSpec, binary: bytes) -> list[str]:
 # what each NVIDIA kernel's SASS must contain: its products' unit (the matrix unit; the integer dot
 # unit for fused_i8 with dot=1), the fused and prep kernels' L2 prefetch of the layer's scales
 # (prefetch.global.L2 -> CCTL.E.PF2), and on sm_90+ the programmatic-dependent-launch pair the host
-# relies on (griddepcontrol.wait -> ACQBULK, griddepcontrol.launch_dependents -> PREEXIT)
-SASS_EXPECTED = {"fused": ("HMMA.16816.F32",), "fused_i8": ("IMMA.16832.U8.S8",), "gemm": ("HGMMA",), "prep": ()}
+# relies on (griddepcontrol.wait -> ACQBULK, griddepcontrol.launch_dependents -> PREEXIT); the coded
+# GEMM's activation tiles arrive by TMA (cp.async.bulk.tensor -> UTMALDG)
+SASS_EXPECTED = {"fused": ("HMMA.16816.F32",), "fused_i8": ("IMMA.16832.U8.S8",), "gemm": ("HGMMA", "UTMALDG"),
+                 "prep": ()}
 SASS_DOT = "IDP.4A.S8.U8"
 SASS_PREFETCH = {"fused": ("CCTL.E.PF2",), "fused_i8": ("CCTL.E.PF2",), "prep": ("CCTL.E.PF2",)}
 SASS_PDL = {"fused": ("ACQBULK", "PREEXIT"), "fused_i8": ("ACQBULK", "PREEXIT"), "prep": ("ACQBULK",)}
