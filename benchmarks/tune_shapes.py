@@ -14,7 +14,7 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from escha_jit.autotune.api import tune  # noqa: E402
+from escha_jit.autotune.api import GRID_AXES, tune  # noqa: E402
 from escha_jit.autotune.shapes import LayerShape  # noqa: E402
 from escha_jit.autotune.table import TuningTable  # noqa: E402
 from escha_jit.synth import DEFAULT_RATES, llama_config, projection_shapes  # noqa: E402
@@ -40,12 +40,11 @@ def main(argv=None):
     ap.add_argument("--buckets", default="1,4,16")
     ap.add_argument("--dtypes", default="f16,bf16")
     ap.add_argument("--budget", type=float, default=3.0)
-    for axis in ("warps", "rows", "stages", "min_blocks", "xh"):
+    for axis in GRID_AXES:
         ap.add_argument(f"--{axis.replace('_', '-')}", default="",
                         help=f"comma-separated values of the search grid's {axis} axis (default: escha_jit's)")
     args = ap.parse_args(argv)
-    grid = {a: [int(v) for v in getattr(args, a).split(",")] for a in ("warps", "rows", "stages", "min_blocks", "xh")
-            if getattr(args, a)}
+    grid = {a: [int(v) for v in getattr(args, a).split(",")] for a in GRID_AXES if getattr(args, a)}
     dt = {"f16": torch.float16, "bf16": torch.bfloat16}
     t0 = time.perf_counter()
     rep = tune(None, shapes=shapes(), m_buckets=[int(b) for b in args.buckets.split(",")],

@@ -31,6 +31,7 @@ TUNE_GRID = dict(warps=(4, 8), rows=(4, 8, 16), stages=(2, 3), min_blocks=(2,))
 # input Hadamard in every column group, which the prep kernel's extra launch beats from M = 8 on
 # (session 6: xh=0 won none of the 62 M = 16 problems).
 XH_BY_M = ((4, (0, 1)), (MAX_M, (1,)))
+GRID_AXES = (*TUNE_GRID, "xh")      # what tune_grid's overrides may name
 
 
 def tune_grid(overrides: Optional[Mapping[str, Sequence[int]]] = None) -> dict:
@@ -40,8 +41,8 @@ def tune_grid(overrides: Optional[Mapping[str, Sequence[int]]] = None) -> dict:
     the axis)."""
     grid = dict(TUNE_GRID)
     for axis, values in (overrides or {}).items():
-        if axis not in grid and axis != "xh":
-            raise ValueError(f"tune grid axis {axis!r}: expected one of {sorted([*grid, 'xh'])}")
+        if axis not in GRID_AXES:
+            raise ValueError(f"tune grid axis {axis!r}: expected one of {sorted(GRID_AXES)}")
         vals = tuple(values)
         if not vals:
             raise ValueError(f"tune grid axis {axis!r}: no values")
