@@ -12,7 +12,7 @@ from ..spec import KernelSpec
 from ..trellis import tile_words
 from . import DTYPE_CODES
 
-THREADS = 384         # 2 consumer warpgroups (activation copies, wgmma) + 1 producer warpgroup (decode)
+PRODUCERS = 1         # producer warpgroups (decode): 1, or 2 with tokens <= 192 (experiment)
 TOKENS = 256          # tokens per block (the wgmma N; 128 fp32 accumulators per consumer thread)
 STAGES = 4            # ring stages: TOKENS x 64 fp16 activations (32 KiB) + 128 x 64 decoded weights (16 KiB)
 COLS = 128
@@ -28,25 +28,32 @@ def supported(arch: str) -> bool:
 
 
 def spec_for(arch: str, K: float, codebook: str, out_dtype: str, tokens: int = TOKENS,
-             stages: int = STAGES, diag: int = 0) -> KernelSpec:
+             stages: int = STAGES, diag: int = 0, producers: int = PRODUCERS) -> KernelSpec:
     """``diag`` (timing studies only, benchmarks/bench_gemm_parts.py): 1 = no decode, 2 = no wgmma."""
     if not supported(arch):
         raise ValueError(f"the coded GEMM needs Hopper wgmma ({ARCHES}), not {arch!r}")
+    if tokens not in (64, 128, 192, 256):
+        raise ValueError(f"tokens={tokens!r}: 64, 128, 192 or 256 tokens per block (the wgmma N, whole epilogue passes)")
+    if producers not in (1, 2) or (producers == 2 and tokens > 192):
+        raise ValueError(f"producers={producers!r}, tokens={tokens!r}: 1 producer warpgroup, or 2 with at most "
+                         f"192 tokens per block (512 threads leave 128 registers for the tokens / 2 accumulators)")
     if out_dtype not in OUT_DTYPES:
         raise ValueError(f"out_dtype {out_dtype!r}: expected one of {OUT_DTYPES}")
     return KernelSpec.make("gemm", arch + "a", K=K, codebook=codebook, in_dtype="f16", out_dtype=out_dtype,
-                           tile={"tokens": tokens, "stages": stages, **({"diag": diag} if diag else {})})
+                           tile={"tokens": tokens, "stages": stages, **({"diag": diag} if diag else {}),
+                                 **({"producers": producers} if producers != 1 else {})})
 
 
 def render_extra(spec: KernelSpec) -> dict:
-    return {"out_code": DTYPE_CODES[spec.out_dtype], "diag": spec.params.get("diag", 0)}
+    return {"out_code": DTYPE_CODES[spec.out_dtype], "diag": spec.params.get("diag", 0),
+            "producers": spec.params.get("producers", 1)}
 
 
 def variant(spec: KernelSpec, **tile) -> KernelSpec:
     """``spec`` with some tile parameters replaced (timing studies: benchmarks/bench_gemm_parts.py)."""
     p = {**spec.params, **tile}
     return spec_for(spec.arch[:-1], spec.K, spec.codebook, spec.out_dtype, p["tokens"], p["stages"],
-                    p.get("diag", 0))
+                    p.get("diag", 0), p.get("producers", 1))
 
 
 def smem_bytes(spec: KernelSpec) -> int:
@@ -56,6 +63,11 @@ def smem_bytes(spec: KernelSpec) -> int:
     p = spec.params
     words = 4 * WORD_STAGES * 8 * (tile_words(spec.K) // 2) * 4     # 4 producer warps' trellis word rings
     return p["stages"] * (p["tokens"] + 128) * 64 * 2 + words + 1024
+
+
+def threads(spec: KernelSpec) -> int:
+    """Threads per block: 2 consumer warpgroups (TMA, wgmma, epilogue) + the producer warpgroups."""
+    return 256 + 128 * spec.params.get("producers", 1)
 
 
 def padded_rows(spec: KernelSpec, M: int) -> int:

@@ -57,7 +57,7 @@ def run_gemm(kernel, spec, xh: torch.Tensor, xh_exp: torch.Tensor, w: LinearWeig
     M = out.shape[0]
     args = (xh, xh_exp, out, out.stride(0), w.code, w.rout, w.s_out, bias32, M, w.IC, w.OC, w.logical_out,
             _x_tensor_map(xh, gemm.padded_rows(spec, M), w.IC, spec.params["tokens"]))
-    kernel.launch(gemm.grid(spec, M, w.OC), (gemm.THREADS,), args, smem=gemm.smem_bytes(spec), stream=stream)
+    kernel.launch(gemm.grid(spec, M, w.OC), (gemm.threads(spec),), args, smem=gemm.smem_bytes(spec), stream=stream)
 
 
 _tensor_maps: dict = {}
