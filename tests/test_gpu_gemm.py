@@ -49,12 +49,14 @@ def test_gemm_every_m_and_dtype(M, dtype):
         assert rel_rms(y, yf.double().cpu()) < TOL[dtype]
 
 
-@pytest.mark.parametrize("variant", [dict(tokens=192), dict(producers=2, tokens=192), dict(producers=2, tokens=128)],
-                         ids=["t192", "p2_t192", "p2_t128"])
+@pytest.mark.parametrize("variant", [dict(tokens=192), dict(producers=2, tokens=192), dict(producers=2, tokens=128),
+                                     dict(cluster=2), dict(cluster=4), dict(cluster=2, producers=2, tokens=192)],
+                         ids=["t192", "p2_t192", "p2_t128", "c2", "c4", "c2_p2_t192"])
 @pytest.mark.parametrize("K,cb,M", [(2.0, "mcg", 300), (3.0, "mul1", 1024), (4.0, "3inst", 17)])
 def test_gemm_variants_same_bits(K, cb, M, variant):
-    """Block-shape variants (kernels.gemm.spec_for: tokens per block, producer warpgroups) change
-    who decodes and which tokens share a block, not the sums: each output is the same fp32
+    """Block-shape variants (kernels.gemm.spec_for: tokens per block, producer warpgroups, clusters
+    multicasting the activation tiles) change who decodes or copies and which tokens share a block,
+    not the sums: each output is the same fp32
     accumulation over the same k order, so the same bits as the default kernel; also replayed
     from a CUDA graph."""
     from escha_jit.kernels import gemm as G

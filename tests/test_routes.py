@@ -65,6 +65,13 @@ def test_gemm_specs_target_sm90a_and_fit_shared_memory():
         gemm.spec_for("sm_90", 4.0, "mcg", "f16", producers=2)          # 256 tokens: 128 registers are too few
     with pytest.raises(ValueError, match="tokens=100"):
         gemm.spec_for("sm_90", 4.0, "mcg", "f16", tokens=100)
+    assert gemm.cluster_dims(s) is None and gemm.box_rows(s) == 256
+    c4 = gemm.spec_for("sm_90", 4.0, "mcg", "f16", cluster=4)
+    assert gemm.cluster_dims(c4) == (4, 1, 1) and gemm.box_rows(c4) == 64 and gemm.grid(c4, 300, 1024) == (8, 2)
+    with pytest.raises(ValueError, match="whole clusters"):
+        gemm.grid(c4, 300, 768)                                          # 6 column groups
+    with pytest.raises(ValueError, match="cluster=3"):
+        gemm.spec_for("sm_90", 4.0, "mcg", "f16", cluster=3)
 
 
 def test_gemm_shipped_for_sm90_only():

@@ -28,12 +28,14 @@ def supported(arch: str) -> bool:
 
 
 def spec_for(arch: str, K: float, codebook: str, out_dtype: str, tokens: int = TOKENS,
-             stages: int = STAGES, diag: int = 0, producers: int = PRODUCERS) -> KernelSpec:
+             stages: int = STAGES, diag: int = 0, producers: int = PRODUCERS, cluster: int = 1) -> KernelSpec:
     """``diag`` (timing studies only, benchmarks/bench_gemm_parts.py): 1 = no decode, 2 = no wgmma."""
     if not supported(arch):
         raise ValueError(f"the coded GEMM needs Hopper wgmma ({ARCHES}), not {arch!r}")
     if tokens not in (64, 128, 192, 256):
         raise ValueError(f"tokens={tokens!r}: 64, 128, 192 or 256 tokens per block (the wgmma N, whole epilogue passes)")
+    if cluster not in (1, 2, 4):
+        raise ValueError(f"cluster={cluster!r}: 1, 2 or 4 column groups sharing an activation tile")
     if producers not in (1, 2) or (producers == 2 and tokens > 192):
         raise ValueError(f"producers={producers!r}, tokens={tokens!r}: 1 producer warpgroup, or 2 with at most "
                          f"192 tokens per block (512 threads leave 128 registers for the tokens / 2 accumulators)")
@@ -41,19 +43,20 @@ def spec_for(arch: str, K: float, codebook: str, out_dtype: str, tokens: int = T
         raise ValueError(f"out_dtype {out_dtype!r}: expected one of {OUT_DTYPES}")
     return KernelSpec.make("gemm", arch + "a", K=K, codebook=codebook, in_dtype="f16", out_dtype=out_dtype,
                            tile={"tokens": tokens, "stages": stages, **({"diag": diag} if diag else {}),
-                                 **({"producers": producers} if producers != 1 else {})})
+                                 **({"producers": producers} if producers != 1 else {}),
+                                 **({"cluster": cluster} if cluster != 1 else {})})
 
 
 def render_extra(spec: KernelSpec) -> dict:
     return {"out_code": DTYPE_CODES[spec.out_dtype], "diag": spec.params.get("diag", 0),
-            "producers": spec.params.get("producers", 1)}
+            "producers": spec.params.get("producers", 1), "cluster": spec.params.get("cluster", 1)}
 
 
 def variant(spec: KernelSpec, **tile) -> KernelSpec:
     """``spec`` with some tile parameters replaced (timing studies: benchmarks/bench_gemm_parts.py)."""
     p = {**spec.params, **tile}
     return spec_for(spec.arch[:-1], spec.K, spec.codebook, spec.out_dtype, p["tokens"], p["stages"],
-                    p.get("diag", 0), p.get("producers", 1))
+                    p.get("diag", 0), p.get("producers", 1), p.get("cluster", 1))
 
 
 def smem_bytes(spec: KernelSpec) -> int:
@@ -79,4 +82,18 @@ def padded_rows(spec: KernelSpec, M: int) -> int:
 
 def grid(spec: KernelSpec, M: int, OC: int) -> tuple[int, int]:
     t = spec.params["tokens"]
+    c = spec.params.get("cluster", 1)
+    if (OC // COLS) % c:
+        raise ValueError(f"cluster={c}: the {OC // COLS} column groups of OC={OC} do not form whole clusters")
     return OC // COLS, -(-M // t)
+
+
+def cluster_dims(spec: KernelSpec) -> tuple[int, int, int] | None:
+    """The launch's thread block cluster (column groups sharing an activation tile), or None."""
+    c = spec.params.get("cluster", 1)
+    return (c, 1, 1) if c > 1 else None
+
+
+def box_rows(spec: KernelSpec) -> int:
+    """Token rows of one TMA copy: the block's tile, or its cluster rank's slice of it."""
+    return spec.params["tokens"] // spec.params.get("cluster", 1)
