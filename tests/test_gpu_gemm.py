@@ -50,8 +50,8 @@ def test_gemm_every_m_and_dtype(M, dtype):
 
 
 @pytest.mark.parametrize("variant", [dict(tokens=192), dict(producers=2, tokens=192), dict(producers=2, tokens=128),
-                                     dict(cluster=2), dict(cluster=4), dict(cluster=2, producers=2, tokens=192)],
-                         ids=["t192", "p2_t192", "p2_t128", "c2", "c4", "c2_p2_t192"])
+                                     dict(cluster=2), dict(cluster=4), dict(cluster=8), dict(cluster=2, producers=2, tokens=192)],
+                         ids=["t192", "p2_t192", "p2_t128", "c2", "c4", "c8", "c2_p2_t192"])
 @pytest.mark.parametrize("K,cb,M", [(2.0, "mcg", 300), (3.0, "mul1", 1024), (4.0, "3inst", 17)])
 def test_gemm_variants_same_bits(K, cb, M, variant):
     """Block-shape variants (kernels.gemm.spec_for: tokens per block, producer warpgroups, clusters
@@ -62,7 +62,7 @@ def test_gemm_variants_same_bits(K, cb, M, variant):
     from escha_jit.kernels import gemm as G
     from escha_jit.ops.common import DTYPE_NAMES, kernel_for
     from escha_jit.ops.gemm import run_gemm
-    w = _layer(2048, 512, K, cb, seed=9)
+    w = _layer(2048, 1024, K, cb, seed=9)                 # 8 column groups: clusters of up to 8
     x = torch.randn(M, 2048, device=DEV).half()
     dev = torch.device(DEV)
     ys = []
@@ -70,7 +70,7 @@ def test_gemm_variants_same_bits(K, cb, M, variant):
         gs = G.spec_for(arch_of(dev), K, cb, "f16", **v)
         gk = kernel_for(gs, dev, G.ARGS, G.render_extra(gs))
         xh, xe = F.scratch.xh(dev, G.padded_rows(gs, M), 2048)
-        y = torch.full((M, 512), float("nan"), dtype=torch.float16, device=DEV)
+        y = torch.full((M, 1024), float("nan"), dtype=torch.float16, device=DEV)
 
         def call(y=y, gs=gs, gk=gk, xh=xh, xe=xe):
             s = torch.cuda.current_stream().cuda_stream

@@ -34,8 +34,8 @@ def spec_for(arch: str, K: float, codebook: str, out_dtype: str, tokens: int = T
         raise ValueError(f"the coded GEMM needs Hopper wgmma ({ARCHES}), not {arch!r}")
     if tokens not in (64, 128, 192, 256):
         raise ValueError(f"tokens={tokens!r}: 64, 128, 192 or 256 tokens per block (the wgmma N, whole epilogue passes)")
-    if cluster not in (1, 2, 4):
-        raise ValueError(f"cluster={cluster!r}: 1, 2 or 4 column groups sharing an activation tile")
+    if cluster not in (1, 2, 4, 8):
+        raise ValueError(f"cluster={cluster!r}: 1, 2, 4 or 8 column groups sharing an activation tile")
     if producers not in (1, 2) or (producers == 2 and tokens > 192):
         raise ValueError(f"producers={producers!r}, tokens={tokens!r}: 1 producer warpgroup, or 2 with at most "
                          f"192 tokens per block (512 threads leave 128 registers for the tokens / 2 accumulators)")
