@@ -41,6 +41,12 @@ def test_prefill_route_variable(monkeypatch):
         env.prefill_route()
 
 
+def test_prep_threads_per_launch():
+    from escha_jit.kernels import prep
+    assert prep.threads_for(1) == prep.threads_for(256) == prep.THREADS == 512      # decode: all waves on a row
+    assert prep.threads_for(257) == prep.threads_for(4096) == 128                    # prefill: more rows per SM
+
+
 def test_gemm_specs_target_sm90a_and_fit_shared_memory():
     s = gemm.spec_for("sm_90", 4.0, "mcg", "bf16")
     assert s.arch == "sm_90a" and s.params == {"tokens": 256, "stages": 4}
