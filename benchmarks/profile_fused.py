@@ -50,8 +50,9 @@ def main() -> None:
         out = torch.empty(M, OC, device=dev, dtype=torch.float16)
         if M > F.MAX_M:                                     # prefill: the coded GEMM (and its prep kernel)
             tile = {k: int(v) for k, v in (kv.split("=") for kv in args.gemm_variant.split(",") if kv)}
-            call = launcher(x, w, out, 0, **tile)
-            gs = gemm.variant(gemm.spec_for("sm_90", p.K, cb, "f16"), **tile)
+            diag = tile.pop("diag", 0)                      # diag=1 / 2: without the decode / the wgmma
+            call = launcher(x, w, out, diag, **tile)
+            gs = gemm.variant(gemm.spec_for("sm_90", p.K, cb, "f16"), diag=diag, **tile)
             row = {"problem": spec, "config": str(gs.params), "weights": IC * OC, "kernel": gs.kernel_name()}
         else:
             plan = F.plan_for(dev, p.K, cb, IC, OC, "f16", "f16", M)
