@@ -8,7 +8,7 @@ then runs ONE call between cudaProfilerStart / cudaProfilerStop, so
 
 profiles exactly the kernels of that call (the prep kernel too, where the plan uses it). Problems
 with M above the fused kernel's range run the coded GEMM (ops/gemm.py; ``--gemm-variant`` picks a
-block-shape variant, e.g. ``cluster=2,producers=2,tokens=192``). Prints
+block-shape variant, e.g. ``tokens=128``; ``diag=1`` / ``diag=2``: without the decode / the wgmma). Prints
 each problem's plan and the number of decoded weights, so the profiler's instruction counts turn
 into instructions per weight (scripts/ncu_fused.sh does the whole run and writes CSV).
 """
@@ -36,7 +36,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--problems", default=DEFAULT, help="IC x OC : K : codebook : M, comma separated")
     ap.add_argument("--out", default="", help="JSON with each problem's plan and weight count")
-    ap.add_argument("--gemm-variant", default="", help="coded GEMM tile parameters for M > 256, e.g. cluster=2,tokens=192")
+    ap.add_argument("--gemm-variant", default="", help="coded GEMM tile parameters for M > 256, e.g. tokens=128 or diag=1")
     args = ap.parse_args()
     dev = torch.device("cuda")
     rows = []

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One batched run on the GPU machine (the device tool): GPU tests, JIT timings, benchmark.
 # Results land in $OUT (or ./.out when run by hand). Usage: scripts/device_run.sh [tests|bench|jit|tune|sweep|trace|floor|ncu|gemm|all]...
-# (gemm: the coded GEMM's tests and benchmarks/bench_gemm_parts.py, GEMM_ARGS e.g. --variants "cluster=2;producers=2,tokens=192")
+# (gemm: the coded GEMM's tests and benchmarks/bench_gemm_parts.py, GEMM_ARGS e.g. --variants "tokens=192;stages=3")
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-.out}; mkdir -p "$OUT"

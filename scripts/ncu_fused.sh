@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Nsight Compute over one dispatched call per problem (benchmarks/profile_fused.py): issue rate,
 # warp stall reasons, occupancy, memory throughput, per kernel, as CSV in $OUT (device machine).
-# Usage: [PROBLEMS=IC x OC:K:cb:M,...] [GEMM_VARIANT=cluster=2,...] scripts/ncu_fused.sh (M > 256: the coded GEMM)
+# Usage: [PROBLEMS=IC x OC:K:cb:M,...] [GEMM_VARIANT=tokens=128 | diag=1 ...] scripts/ncu_fused.sh (M > 256: the coded GEMM)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-.out}; mkdir -p "$OUT"

@@ -62,23 +62,11 @@ def test_gemm_specs_target_sm90a_and_fit_shared_memory():
         assert gemm.smem_bytes(g) + 64 <= NVIDIA_SMEM_BYTES
     assert gemm.padded_rows(s, 1) == 256 and gemm.padded_rows(s, 256) == 256 and gemm.padded_rows(s, 257) == 512
     assert gemm.grid(s, 1500, 4096) == (32, 6)
-    assert gemm.threads(s) == 384
-    p2 = gemm.spec_for("sm_90", 4.0, "mcg", "f16", tokens=192, producers=2)
-    assert p2.params == {"tokens": 192, "stages": 4, "producers": 2} and gemm.threads(p2) == 512
-    assert gemm.variant(s, tokens=128, producers=2).params == {"tokens": 128, "stages": 4, "producers": 2}
-    assert gemm.padded_rows(p2, 200) == 384 and gemm.grid(p2, 200, 4096) == (32, 2)
-    with pytest.raises(ValueError, match="192 tokens per block"):
-        gemm.spec_for("sm_90", 4.0, "mcg", "f16", producers=2)          # 256 tokens: 128 registers are too few
+    t192 = gemm.variant(s, tokens=192)
+    assert t192.params == {"tokens": 192, "stages": 4}
+    assert gemm.padded_rows(t192, 200) == 384 and gemm.grid(t192, 200, 4096) == (32, 2)
     with pytest.raises(ValueError, match="tokens=100"):
         gemm.spec_for("sm_90", 4.0, "mcg", "f16", tokens=100)
-    assert gemm.cluster_dims(s) is None and gemm.box_rows(s) == 256
-    c4 = gemm.spec_for("sm_90", 4.0, "mcg", "f16", cluster=4)
-    assert gemm.cluster_dims(c4) == (4, 1, 1) and gemm.box_rows(c4) == 64 and gemm.grid(c4, 300, 1024) == (8, 2)
-    with pytest.raises(ValueError, match="whole clusters"):
-        gemm.grid(c4, 300, 768)                                          # 6 column groups
-    with pytest.raises(ValueError, match="cluster=3"):
-        gemm.spec_for("sm_90", 4.0, "mcg", "f16", cluster=3)
-
 
 def test_gemm_shipped_for_sm90_only():
     ops90 = [s for s, _ in shipped_specs("sm_90") if s.op == "gemm"]

@@ -12,7 +12,7 @@ from ..spec import KernelSpec
 from ..trellis import tile_words
 from . import DTYPE_CODES
 
-PRODUCERS = 1         # producer warpgroups (decode): 1, or 2 with tokens <= 192 (experiment)
+THREADS = 384         # 2 consumer warpgroups (wgmma, epilogue) + 1 producer warpgroup (decode, activation copies)
 TOKENS = 256          # tokens per block (the wgmma N; 128 fp32 accumulators per consumer thread)
 STAGES = 4            # ring stages: TOKENS x 64 fp16 activations (32 KiB) + 128 x 64 decoded weights (16 KiB)
 COLS = 128
@@ -28,35 +28,27 @@ def supported(arch: str) -> bool:
 
 
 def spec_for(arch: str, K: float, codebook: str, out_dtype: str, tokens: int = TOKENS,
-             stages: int = STAGES, diag: int = 0, producers: int = PRODUCERS, cluster: int = 1) -> KernelSpec:
+             stages: int = STAGES, diag: int = 0) -> KernelSpec:
     """``diag`` (timing studies only, benchmarks/bench_gemm_parts.py): 1 = no decode, 2 = no wgmma."""
     if not supported(arch):
         raise ValueError(f"the coded GEMM needs Hopper wgmma ({ARCHES}), not {arch!r}")
     if tokens not in (64, 128, 192, 256):
         raise ValueError(f"tokens={tokens!r}: 64, 128, 192 or 256 tokens per block (the wgmma N, whole epilogue passes)")
-    if cluster not in (1, 2, 4, 8):
-        raise ValueError(f"cluster={cluster!r}: 1, 2, 4 or 8 column groups sharing an activation tile")
-    if producers not in (1, 2) or (producers == 2 and tokens > 192):
-        raise ValueError(f"producers={producers!r}, tokens={tokens!r}: 1 producer warpgroup, or 2 with at most "
-                         f"192 tokens per block (512 threads leave 128 registers for the tokens / 2 accumulators)")
     if out_dtype not in OUT_DTYPES:
         raise ValueError(f"out_dtype {out_dtype!r}: expected one of {OUT_DTYPES}")
     return KernelSpec.make("gemm", arch + "a", K=K, codebook=codebook, in_dtype="f16", out_dtype=out_dtype,
-                           tile={"tokens": tokens, "stages": stages, **({"diag": diag} if diag else {}),
-                                 **({"producers": producers} if producers != 1 else {}),
-                                 **({"cluster": cluster} if cluster != 1 else {})})
+                           tile={"tokens": tokens, "stages": stages, **({"diag": diag} if diag else {})})
 
 
 def render_extra(spec: KernelSpec) -> dict:
-    return {"out_code": DTYPE_CODES[spec.out_dtype], "diag": spec.params.get("diag", 0),
-            "producers": spec.params.get("producers", 1), "cluster": spec.params.get("cluster", 1)}
+    return {"out_code": DTYPE_CODES[spec.out_dtype], "diag": spec.params.get("diag", 0)}
 
 
 def variant(spec: KernelSpec, **tile) -> KernelSpec:
     """``spec`` with some tile parameters replaced (timing studies: benchmarks/bench_gemm_parts.py)."""
     p = {**spec.params, **tile}
     return spec_for(spec.arch[:-1], spec.K, spec.codebook, spec.out_dtype, p["tokens"], p["stages"],
-                    p.get("diag", 0), p.get("producers", 1), p.get("cluster", 1))
+                    p.get("diag", 0))
 
 
 def smem_bytes(spec: KernelSpec) -> int:
@@ -68,11 +60,6 @@ def smem_bytes(spec: KernelSpec) -> int:
     return p["stages"] * (p["tokens"] + 128) * 64 * 2 + words + 1024
 
 
-def threads(spec: KernelSpec) -> int:
-    """Threads per block: 2 consumer warpgroups (TMA, wgmma, epilogue) + the producer warpgroups."""
-    return 256 + 128 * spec.params.get("producers", 1)
-
-
 def padded_rows(spec: KernelSpec, M: int) -> int:
     """Rows the prep buffer must have for M tokens: whole token tiles (the GEMM copies them whole;
     rows past M are never stored)."""
@@ -82,18 +69,4 @@ def padded_rows(spec: KernelSpec, M: int) -> int:
 
 def grid(spec: KernelSpec, M: int, OC: int) -> tuple[int, int]:
     t = spec.params["tokens"]
-    c = spec.params.get("cluster", 1)
-    if (OC // COLS) % c:
-        raise ValueError(f"cluster={c}: the {OC // COLS} column groups of OC={OC} do not form whole clusters")
     return OC // COLS, -(-M // t)
-
-
-def cluster_dims(spec: KernelSpec) -> tuple[int, int, int] | None:
-    """The launch's thread block cluster (column groups sharing an activation tile), or None."""
-    c = spec.params.get("cluster", 1)
-    return (c, 1, 1) if c > 1 else None
-
-
-def box_rows(spec: KernelSpec) -> int:
-    """Token rows of one TMA copy: the block's tile, or its cluster rank's slice of it."""
-    return spec.params["tokens"] // spec.params.get("cluster", 1)

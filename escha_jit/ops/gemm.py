@@ -56,18 +56,16 @@ def run_gemm(kernel, spec, xh: torch.Tensor, xh_exp: torch.Tensor, w: LinearWeig
     y = out [M, out_features] from M = out.shape[0] tokens."""
     M = out.shape[0]
     args = (xh, xh_exp, out, out.stride(0), w.code, w.rout, w.s_out, bias32, M, w.IC, w.OC, w.logical_out,
-            _x_tensor_map(xh, gemm.padded_rows(spec, M), w.IC, gemm.box_rows(spec)))
-    kernel.launch(gemm.grid(spec, M, w.OC), (gemm.threads(spec),), args, smem=gemm.smem_bytes(spec), stream=stream,
-                  cluster=gemm.cluster_dims(spec))
+            _x_tensor_map(xh, gemm.padded_rows(spec, M), w.IC, spec.params["tokens"]))
+    kernel.launch(gemm.grid(spec, M, w.OC), (gemm.THREADS,), args, smem=gemm.smem_bytes(spec), stream=stream)
 
 
 _tensor_maps: dict = {}
 
 
 def _x_tensor_map(xh: torch.Tensor, rows: int, IC: int, tokens: int):
-    """The TMA descriptor of the prep buffer's [rows][IC] fp16 activations in [tokens][64] boxes
-    (``tokens``: the rows of one copy, gemm.box_rows), built once per (buffer address, rows, IC,
-    tokens): encoding one costs Python and driver time, and
+    """The TMA descriptor of the prep buffer's [rows][IC] fp16 activations in [tokens][64] boxes,
+    built once per (buffer address, rows, IC, tokens): encoding one costs Python and driver time, and
     a CUDA graph keeps the descriptor it captured (the buffer stays where it is: ops.fused.scratch)."""
     key = (xh.device.index, xh.data_ptr(), rows, IC, tokens)
     tm = _tensor_maps.get(key)

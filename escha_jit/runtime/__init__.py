@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from typing import Any, Optional, Sequence
+from typing import Any, Sequence
 
 import torch
 
@@ -81,7 +81,7 @@ class Module:
 class VendorRuntime:
     """What both vendor runtimes share: one module per (device, cache key), loaded under a lock.
     Subclasses provide load_binary, get_function, set_max_dynamic_smem and launch (NVIDIA also
-    launch_ex: programmatic dependent launch, clusters)."""
+    launch_pdl)."""
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -97,9 +97,8 @@ class VendorRuntime:
                 mod = self._modules[(idx, key)] = Module(self, handle)
             return mod
 
-    def launch_ex(self, fn, grid, block, smem, stream, vals, types, name, pdl: bool, cluster) -> None:
-        raise NotImplementedError(f"{name}: programmatic dependent launch and thread block clusters are NVIDIA "
-                                  f"sm_90 features")
+    def launch_pdl(self, fn, grid, block, smem, stream, vals, types, name) -> None:
+        raise NotImplementedError(f"{name}: programmatic dependent launch is an NVIDIA sm_90 feature")
 
 
 class Kernel:
@@ -112,10 +111,9 @@ class Kernel:
         self._max_smem = 0
 
     def launch(self, grid: Sequence[int], block: Sequence[int], args: Sequence[Any], smem: int = 0,
-               stream: int | None = None, pdl: bool = False, cluster: Optional[Sequence[int]] = None) -> None:
+               stream: int | None = None, pdl: bool = False) -> None:
         """Launch on ``stream`` (default: torch's current stream). ``pdl``: as a programmatic
-        dependent launch (NVIDIA sm_90; the kernel must call grid_dependency_wait, platform_cuda.h).
-        ``cluster``: thread block cluster dimensions (NVIDIA sm_90; dividing the grid)."""
+        dependent launch (NVIDIA sm_90; the kernel must call grid_dependency_wait, platform_cuda.h)."""
         if len(args) != len(self.arg_kinds):
             raise TypeError(f"{self.name} takes {len(self.arg_kinds)} arguments, got {len(args)}")
         if smem > 48 * 1024 and smem > self._max_smem:
@@ -126,10 +124,7 @@ class Kernel:
         vals = tuple(arg_value(k, a) for k, a in zip(self.arg_kinds, args))
         g = tuple(grid) + (1,) * (3 - len(grid))
         b = tuple(block) + (1,) * (3 - len(block))
-        if pdl or cluster:
-            c = tuple(cluster) + (1,) * (3 - len(cluster)) if cluster else None
-            if c and any(gi % ci for gi, ci in zip(g, c)):
-                raise ValueError(f"{self.name}: cluster {c} does not divide grid {g}")
-            self.runtime.launch_ex(self.handle, g, b, smem, stream, vals, self._ctypes, self.name, pdl, c)
+        if pdl:
+            self.runtime.launch_pdl(self.handle, g, b, smem, stream, vals, self._ctypes, self.name)
         else:
             self.runtime.launch(self.handle, g, b, smem, stream, vals, self._ctypes, self.name)

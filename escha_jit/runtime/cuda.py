@@ -15,22 +15,12 @@ class CudaRuntime(VendorRuntime):
             raise ToolchainUnavailable(f"cuda-bindings is not importable ({e}); pip install 'escha_jit[cuda]'") from e
         super().__init__()
         self.drv = driver
-        # launch attributes built once: building them per launch cost ~2 us of Python per call (a
-        # 10 us decode call launches one or two kernels)
+        # the programmatic-serialization attribute of launch_pdl, built once: building it per launch
+        # cost ~2 us of Python per call (a 10 us decode call launches one or two kernels)
         attr = driver.CUlaunchAttribute()
         attr.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
         attr.value.programmaticStreamSerializationAllowed = 1
-        self._pdl_attr = attr
-        self._cluster_attrs: dict = {}
-
-    def _cluster_attr(self, dims):
-        a = self._cluster_attrs.get(dims)
-        if a is None:
-            a = self.drv.CUlaunchAttribute()
-            a.id = self.drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-            a.value.clusterDim.x, a.value.clusterDim.y, a.value.clusterDim.z = dims
-            self._cluster_attrs[dims] = a
-        return a
+        self._pdl_attrs = [attr]
 
     def tensor_map_2d(self, ptr: int, rows: int, cols: int, box_rows: int, box_cols: int):
         """A TMA descriptor of the row-major fp16 matrix [rows][cols] at device address ``ptr``
@@ -82,18 +72,15 @@ class CudaRuntime(VendorRuntime):
                                       (vals, types), 0),
               f"launching {name} (grid {grid}, block {block}, smem {smem})")
 
-    def launch_ex(self, fn, grid, block, smem, stream, vals, types, name, pdl: bool, cluster) -> None:
-        """cuLaunchKernelEx with programmatic stream serialization (``pdl``: the kernel may begin
-        before the previous kernel of the stream has finished; it waits in-kernel with
-        griddepcontrol.wait) and / or thread block cluster dimensions ``cluster``."""
+    def launch_pdl(self, fn, grid, block, smem, stream, vals, types, name) -> None:
+        """cuLaunchKernelEx with programmatic stream serialization: the kernel may begin before the
+        previous kernel of the stream has finished (it waits in-kernel with griddepcontrol.wait)."""
         cfg = self.drv.CUlaunchConfig()
         cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
         cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block
         cfg.sharedMemBytes = smem
         cfg.hStream = stream
-        attrs = ([self._pdl_attr] if pdl else []) + ([self._cluster_attr(tuple(cluster))] if cluster else [])
-        cfg.attrs = attrs
-        cfg.numAttrs = len(attrs)
-        what = ", ".join(w for w, on in (("programmatic dependent", pdl), (f"cluster {cluster}", cluster)) if on)
+        cfg.attrs = self._pdl_attrs
+        cfg.numAttrs = 1
         check(self.drv.cuLaunchKernelEx(cfg, fn, (vals, types), 0),
-              f"launching {name} (grid {grid}, block {block}, smem {smem}, {what})")
+              f"launching {name} (grid {grid}, block {block}, smem {smem}, programmatic dependent)")

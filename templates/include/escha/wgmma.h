@@ -76,28 +76,6 @@ ESCHA_DEVICE void tma_load_2d(u32 dst, const TensorMap* map, int c0, int c1, u32
                  :: "r"(dst), "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(bar) : "memory");
 }
 
-// ---- thread block clusters (the multicast of activation tiles)
-ESCHA_DEVICE u32 cluster_rank() {
-    u32 r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-    return r;
-}
-// Split cluster barrier (every thread of every block arrives, then waits): release / acquire.
-ESCHA_DEVICE void cluster_arrive() { asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory"); }
-ESCHA_DEVICE void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory"); }
-// One arrival (release at cluster scope) on the mbarrier at this block's offset `bar` in block `rank`.
-ESCHA_DEVICE void mbar_arrive_cluster(u32 bar, u32 rank) {
-    asm volatile("{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
-                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" :: "r"(bar), "r"(rank) : "memory");
-}
-// tma_load_2d into the same offset `dst` of every block in `mask` (cluster ranks), each block's
-// mbarrier at offset `bar` completing the bytes it received.
-ESCHA_DEVICE void tma_load_2d_multicast(u32 dst, const TensorMap* map, int c0, int c1, u32 bar, u16 mask) {
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
-                 " [%0], [%1, {%2, %3}], [%4], %5;\n"
-                 :: "r"(dst), "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(bar), "h"(mask) : "memory");
-}
-
 // Barrier over the first `threads` threads of the block (named barrier `id`, not 0).
 ESCHA_DEVICE void named_sync(int id, int threads) {
     asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(threads) : "memory");
