@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One batched run on the GPU machine (the device tool): GPU tests, JIT timings, benchmark.
-# Results land in $OUT (or ./.out when run by hand). Usage: scripts/device_run.sh [tests|bench|jit|tune|sweep|trace|floor|ncu|all]...
+# Results land in $OUT (or ./.out when run by hand). Usage: scripts/device_run.sh [tests|bench|jit|tune|sweep|trace|floor|ncu|gemm|all]...
+# (gemm: the coded GEMM's tests and benchmarks/bench_gemm_parts.py, GEMM_ARGS e.g. --variants "tokens=192;stages=3")
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-.out}; mkdir -p "$OUT"
@@ -19,6 +20,8 @@ for w in $what; do
     sweep) timeout 500 python3 benchmarks/sweep_fused.py --out "$OUT/sweep.json" ${SWEEP_ARGS:-} 2>&1 | tee "$OUT/sweep.log" | tail -60 || rc=1 ;;
     trace) timeout 200 python3 benchmarks/trace_fused.py --out "$OUT/trace.json" ${TRACE_ARGS:-} 2>&1 | tee "$OUT/trace.log" | tail -40 || rc=1 ;;
     ncu) mkdir -p "$OUT/ncu"; OUT="$OUT/ncu" scripts/ncu_fused.sh || rc=1 ;;
+    gemm) timeout 240 python3 -m pytest -q -rf tests/test_gpu_gemm.py 2>&1 | tee "$OUT/pytest_gemm.log" | tail -8 || rc=1
+          timeout 300 python3 benchmarks/bench_gemm_parts.py --out "$OUT/gemm_parts.json" ${GEMM_ARGS:-} 2>&1 | tee "$OUT/gemm_parts.log" | tail -20 || rc=1 ;;
     floor) timeout 200 python3 benchmarks/bench_floor.py --out "$OUT/floor.json" 2>&1 | tee "$OUT/floor.log" | tail -40 || rc=1 ;;
     bench|all) timeout 540 python3 benchmarks/bench_linear.py --out "$OUT/bench_linear.json" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.log" | tail -70 || rc=1 ;;
   esac

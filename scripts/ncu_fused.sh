@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Nsight Compute over one dispatched call per problem (benchmarks/profile_fused.py): issue rate,
 # warp stall reasons, occupancy, memory throughput, per kernel, as CSV in $OUT (device machine).
-# Usage: [PROBLEMS=IC x OC:K:cb:M,...] scripts/ncu_fused.sh
+# Usage: [PROBLEMS=IC x OC:K:cb:M,...] [GEMM_VARIANT=tokens=128 | diag=1 ...] scripts/ncu_fused.sh (M > 256: the coded GEMM)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-.out}; mkdir -p "$OUT"
@@ -10,6 +10,7 @@ NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -
 [ -n "$NCU" ] || { echo "ncu not found"; exit 1; }
 args=(--problems "${PROBLEMS:-}")
 [ -n "${PROBLEMS:-}" ] || args=()
+[ -z "${GEMM_VARIANT:-}" ] || args+=(--gemm-variant "$GEMM_VARIANT")   # problems with M > 256: the coded GEMM
 # warm the JIT cache outside the profiler (compiles are slow under ncu's process hooks)
 python3 benchmarks/profile_fused.py "${args[@]}" --out "$OUT/ncu_plans.json" > "$OUT/ncu_plans.log" 2>&1 || { tail -20 "$OUT/ncu_plans.log"; exit 1; }
 rep=/tmp/escha_ncu

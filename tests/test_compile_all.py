@@ -52,6 +52,19 @@ def test_sass_check_names_what_is_missing(tmp_path):
     assert problems == ["no HMMA.16816.F32 in the SASS", "no PREEXIT in the SASS"], problems
 
 
+def test_gemm_block_variants_compile_clean(tmp_path):
+    """The coded GEMM's block-shape variants (benchmarks/bench_gemm_parts.py --variants) compile
+    for sm_90a with the shipped kernels' checks: no spills, wgmma and TMA in the SASS."""
+    assert find_cuobjdump(), "cuobjdump missing: the SASS checks need escha_jit[sass]"
+    from escha_jit.jit import compile_spec
+    from escha_jit.cache import KernelCache
+    from escha_jit.kernels import gemm
+    for v in (dict(tokens=192), dict(tokens=128), dict(tokens=64), dict(stages=2)):
+        gs = gemm.spec_for("sm_90", 3.0, "mul1", "bf16", **v)
+        entry = compile_spec(gs, gemm.render_extra(gs), cache=KernelCache(str(tmp_path)))
+        assert check_code_object(gs, entry.code.binary, entry.code.resources) == [], v
+
+
 def test_expected_sass_per_kernel_and_arch():
     f90 = fused.spec_for("sm_90", 2.0, "mcg", "f16", "f16", fused.FusedConfig())
     f80 = fused.spec_for("sm_80", 2.0, "mcg", "f16", "f16", fused.FusedConfig())

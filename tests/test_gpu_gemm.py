@@ -49,6 +49,44 @@ def test_gemm_every_m_and_dtype(M, dtype):
         assert rel_rms(y, yf.double().cpu()) < TOL[dtype]
 
 
+@pytest.mark.parametrize("variant", [dict(tokens=192), dict(tokens=128), dict(tokens=64), dict(stages=2)],
+                         ids=["t192", "t128", "t64", "s2"])
+@pytest.mark.parametrize("K,cb,M", [(2.0, "mcg", 300), (3.0, "mul1", 1024), (4.0, "3inst", 17)])
+def test_gemm_variants_same_bits(K, cb, M, variant):
+    """Block-shape variants (kernels.gemm.spec_for: tokens per block, ring stages - with 2 stages
+    the epilogue takes 64 tokens per pass) change which tokens share a block, not the sums: each
+    output is the same fp32 accumulation over the same k order, so the same bits as the default
+    kernel; also replayed from a CUDA graph."""
+    from escha_jit.kernels import gemm as G
+    from escha_jit.ops.common import DTYPE_NAMES, kernel_for
+    from escha_jit.ops.gemm import run_gemm
+    w = _layer(2048, 1024, K, cb, seed=9)
+    x = torch.randn(M, 2048, device=DEV).half()
+    dev = torch.device(DEV)
+    ys = []
+    for v in ({}, variant):
+        gs = G.spec_for(arch_of(dev), K, cb, "f16", **v)
+        gk = kernel_for(gs, dev, G.ARGS, G.render_extra(gs))
+        xh, xe = F.scratch.xh(dev, G.padded_rows(gs, M), 2048)
+        y = torch.full((M, 1024), float("nan"), dtype=torch.float16, device=DEV)
+
+        def call(y=y, gs=gs, gk=gk, xh=xh, xe=xe):
+            s = torch.cuda.current_stream().cuda_stream
+            F.run_prep(F.prep_kernel(dev, DTYPE_NAMES[x.dtype]), x, w, xh, xe, s)
+            run_gemm(gk, gs, xh, xe, w, y, None, s)
+        call()
+        ys.append(y.clone())
+    assert rel_rms(ys[1], x.double().cpu() @ R.dense_weight(w.to("cpu"))) < 1e-3
+    assert torch.equal(ys[0], ys[1])
+    y.fill_(float("nan"))
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        call()
+    g.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(y, ys[0])
+
+
 def test_gemm_large_shape_padded_dims_bias_and_slice():
     w = _layer(4096, 1024, 3.0, "mul1", seed=5, bias=True, escha=False)
     x = torch.randn(700, w.logical_in, device=DEV).half()

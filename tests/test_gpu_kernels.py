@@ -428,3 +428,27 @@ def test_escha_linear_on_gpu():
         assert lin.resolved_backend(x) == "jit" and y.shape == (2, M, 384)
         ref = x.double().cpu() @ R.dense_weight(w) + w.bias.double()
         assert rel_rms(y, ref) < 1e-3
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("M", [3, 300])
+def test_prep_rows_any_alignment(dtype, M):
+    """The prep kernel (XH mode, the coded GEMM's input) loads a row 4 elements at a time where the
+    row, rin and s_in are aligned for it and element by element where not (a view at an odd
+    offset): the same bits either way, at decode's 512-thread and prefill's 128-thread launches
+    (M = 3 / 300), and within fp16 rounding of the reference rotation."""
+    w = _layer(1024, 256, 2.0, "mcg", seed=4)                        # escha scales: s_in is used
+    dev = torch.device(DEV)
+    big = torch.randn(M, 1024 + 1, device=DEV).to(dtype)
+    x_odd = big[:, 1:]                                               # rows start 1 element in
+    x_al = x_odd.contiguous()
+    pk = F.prep_kernel(dev, {torch.float16: "f16", torch.bfloat16: "bf16", torch.float32: "f32"}[dtype])
+    outs = []
+    for x in (x_al, x_odd):
+        xh, xe = (torch.empty(M * 1024, dtype=torch.float16, device=DEV), torch.empty(M, dtype=torch.int32, device=DEV))
+        F.run_prep(pk, x, w, xh, xe, torch.cuda.current_stream().cuda_stream)
+        outs.append((xh.view(M, 1024), xe))
+    assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
+    assert (outs[0][1] == 0).all()                                    # ordinary activations: no row exponent
+    ref = R.hadamard128(x_al.float().cpu() * w.s_in.cpu() * w.rin.float().cpu())
+    assert rel_rms(outs[0][0], ref.double()) < 1e-3

@@ -41,6 +41,12 @@ def test_prefill_route_variable(monkeypatch):
         env.prefill_route()
 
 
+def test_prep_threads_per_launch():
+    from escha_jit.kernels import prep
+    assert prep.threads_for(1) == prep.threads_for(256) == prep.THREADS == 512      # decode: all waves on a row
+    assert prep.threads_for(257) == prep.threads_for(4096) == 128                    # prefill: more rows per SM
+
+
 def test_gemm_specs_target_sm90a_and_fit_shared_memory():
     s = gemm.spec_for("sm_90", 4.0, "mcg", "bf16")
     assert s.arch == "sm_90a" and s.params == {"tokens": 256, "stages": 4}
@@ -56,7 +62,11 @@ def test_gemm_specs_target_sm90a_and_fit_shared_memory():
         assert gemm.smem_bytes(g) + 64 <= NVIDIA_SMEM_BYTES
     assert gemm.padded_rows(s, 1) == 256 and gemm.padded_rows(s, 256) == 256 and gemm.padded_rows(s, 257) == 512
     assert gemm.grid(s, 1500, 4096) == (32, 6)
-
+    t192 = gemm.variant(s, tokens=192)
+    assert t192.params == {"tokens": 192, "stages": 4}
+    assert gemm.padded_rows(t192, 200) == 384 and gemm.grid(t192, 200, 4096) == (32, 2)
+    with pytest.raises(ValueError, match="tokens=100"):
+        gemm.spec_for("sm_90", 4.0, "mcg", "f16", tokens=100)
 
 def test_gemm_shipped_for_sm90_only():
     ops90 = [s for s, _ in shipped_specs("sm_90") if s.op == "gemm"]

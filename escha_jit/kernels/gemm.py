@@ -12,7 +12,7 @@ from ..spec import KernelSpec
 from ..trellis import tile_words
 from . import DTYPE_CODES
 
-THREADS = 384         # 2 consumer warpgroups (activation copies, wgmma) + 1 producer warpgroup (decode)
+THREADS = 384         # 2 consumer warpgroups (wgmma, epilogue) + 1 producer warpgroup (decode, activation copies)
 TOKENS = 256          # tokens per block (the wgmma N; 128 fp32 accumulators per consumer thread)
 STAGES = 4            # ring stages: TOKENS x 64 fp16 activations (32 KiB) + 128 x 64 decoded weights (16 KiB)
 COLS = 128
@@ -32,6 +32,8 @@ def spec_for(arch: str, K: float, codebook: str, out_dtype: str, tokens: int = T
     """``diag`` (timing studies only, benchmarks/bench_gemm_parts.py): 1 = no decode, 2 = no wgmma."""
     if not supported(arch):
         raise ValueError(f"the coded GEMM needs Hopper wgmma ({ARCHES}), not {arch!r}")
+    if tokens not in (64, 128, 192, 256):
+        raise ValueError(f"tokens={tokens!r}: 64, 128, 192 or 256 tokens per block (the wgmma N, whole epilogue passes)")
     if out_dtype not in OUT_DTYPES:
         raise ValueError(f"out_dtype {out_dtype!r}: expected one of {OUT_DTYPES}")
     return KernelSpec.make("gemm", arch + "a", K=K, codebook=codebook, in_dtype="f16", out_dtype=out_dtype,

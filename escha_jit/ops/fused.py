@@ -158,8 +158,8 @@ def run_prep(kernel, x: torch.Tensor, w: LinearWeights, xh: torch.Tensor, xh_exp
              pdl: bool = False) -> None:
     """Launch the prep kernel (kernels.prep) over the rows of x: xh[m, :IC] = the rotated, scaled
     row as fp16 (times 2^-xh_exp[m]), one block per row; xh a flat fp16 buffer of >= M * IC."""
-    kernel.launch((x.shape[0],), (prep.THREADS,), (x, x.stride(0), w.rin, w.s_in, xh, xh_exp, w.IC, w.logical_in),
-                  stream=stream, pdl=pdl)
+    kernel.launch((x.shape[0],), (prep.threads_for(x.shape[0]),),
+                  (x, x.stride(0), w.rin, w.s_in, xh, xh_exp, w.IC, w.logical_in), stream=stream, pdl=pdl)
 
 
 def pdl_supported(arch: str) -> bool:

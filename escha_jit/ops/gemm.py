@@ -65,7 +65,7 @@ _tensor_maps: dict = {}
 
 def _x_tensor_map(xh: torch.Tensor, rows: int, IC: int, tokens: int):
     """The TMA descriptor of the prep buffer's [rows][IC] fp16 activations in [tokens][64] boxes,
-    built once per (buffer address, rows, IC): encoding one costs Python and driver time, and
+    built once per (buffer address, rows, IC, tokens): encoding one costs Python and driver time, and
     a CUDA graph keeps the descriptor it captured (the buffer stays where it is: ops.fused.scratch)."""
     key = (xh.device.index, xh.data_ptr(), rows, IC, tokens)
     tm = _tensor_maps.get(key)

@@ -42,32 +42,50 @@ ESCHA_DEVICE void hadamard128_lane(float (&v)[4], int lane) {
     }
 }
 
+// The output factors of one lane's 4 features c .. c+3 (rout, s_out, bias): loaded together, once
+// per block by callers that finish many rows of it (a load per row, behind the previous row's stores
+// to y that may alias it, costs one memory latency per row).
+struct OutFactors {
+    float ro[4], so[4], bi[4];
+};
+ESCHA_DEVICE OutFactors out_factors(int c, const half_t* rout, const float* s_out, const float* bias) {
+    OutFactors f;
+    #pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        f.ro[i] = half_to_float(rout[c + i]);
+        f.so[i] = s_out ? s_out[c + i] : 1.f;
+        f.bi[i] = bias ? bias[c + i] : 0.f;
+    }
+    return f;
+}
+
 // The output side of a coded linear for one row (token) and one 128-feature Hadamard block: v =
-// this lane's 4 fp32 sums (features col0 + 4*lane .. +3 of the block) -> H128, times scale (the
+// this lane's 4 fp32 sums (features c = col0 + 4*lane .. +3 of the block) -> H128, times scale (the
 // Hadamard's 1/sqrt(128), times the row's 2^e where the caller has not applied it), rout, s_out,
-// plus bias, rounded once into y[row_off + col] for col < out_valid.
-// The scales and bias are loaded first, all 12 together and before any store to y (which the
-// compiler must assume may alias them): loaded per element between the stores, each element
-// waited one memory latency on the last block's critical path.
+// plus bias (f = out_factors(c, ...); has_s / has_bias: s_out / bias given), rounded once into
+// y[row_off + col] for col < out_valid.
+template <typename out_t>
+ESCHA_DEVICE void finish_row128(float (&v)[4], int lane, float scale, const OutFactors& f, bool has_s, bool has_bias,
+                                int c, int out_valid, out_t* y, long long row_off) {
+    hadamard128_lane(v, lane);
+    #pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        float o = v[i] * scale * f.ro[i];
+        if (has_s) o *= f.so[i];
+        if (has_bias) o += f.bi[i];
+        if (c + i < out_valid) y[row_off + c + i] = from_float<out_t>(o);
+    }
+}
+
+// The same for a single row: the scales and bias are loaded first, all 12 together and before any
+// store to y (loaded per element between the stores, each element waited one memory latency on
+// the last block's critical path).
 template <typename out_t>
 ESCHA_DEVICE void finish_row128(float (&v)[4], int lane, float scale, int col0, const half_t* rout,
                                 const float* s_out, const float* bias, int out_valid, out_t* y, long long row_off) {
     const int c = col0 + 4 * lane;
-    float ro[4], so[4], bi[4];
-    #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        ro[i] = half_to_float(rout[c + i]);
-        so[i] = s_out ? s_out[c + i] : 1.f;
-        bi[i] = bias ? bias[c + i] : 0.f;
-    }
-    hadamard128_lane(v, lane);
-    #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        float f = v[i] * scale * ro[i];
-        if (s_out) f *= so[i];
-        if (bias) f += bi[i];
-        if (c + i < out_valid) y[row_off + c + i] = from_float<out_t>(f);
-    }
+    finish_row128(v, lane, scale, out_factors(c, rout, s_out, bias), s_out != nullptr, bias != nullptr, c, out_valid,
+                  y, row_off);
 }
 
 }  // namespace escha

@@ -40,6 +40,7 @@ ESCHA_DEVICE bf16_t float_to_bf16(float v) { return __float2bfloat16_rn(v); }
 
 ESCHA_DEVICE float shfl_xor(float v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
 ESCHA_DEVICE u32 shfl_xor(u32 v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
+ESCHA_DEVICE float shfl_idx(float v, int src) { return __shfl_sync(0xffffffffu, v, src); }
 
 // Top 32 bits of the 64-bit (hi:lo) shifted left by n (0..31): one SHF.
 ESCHA_DEVICE u32 funnel_l(u32 hi, u32 lo, u32 n) { return __funnelshift_l(lo, hi, n); }

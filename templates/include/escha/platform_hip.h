@@ -38,6 +38,7 @@ ESCHA_DEVICE bool wave_any(bool pred) { return __any(pred); }
 
 ESCHA_DEVICE float shfl_xor(float v, int mask) { return __shfl_xor(v, mask, ESCHA_WAVE); }
 ESCHA_DEVICE u32 shfl_xor(u32 v, int mask) { return (u32)__shfl_xor((int)v, mask, ESCHA_WAVE); }
+ESCHA_DEVICE float shfl_idx(float v, int src) { return __shfl(v, src, ESCHA_WAVE); }
 
 // v_alignbit_b32 computes ({hi, lo} >> n)[31:0]: the funnel shifts in one instruction each.
 ESCHA_DEVICE u32 funnel_r(u32 hi, u32 lo, u32 n) { return __builtin_amdgcn_alignbit(hi, lo, n); }
