@@ -37,7 +37,8 @@ ESCHA_DEVICE u64 desc_k_sw128(u32 saddr) {
 ESCHA_DEVICE constexpr u32 sw128_offset(int r, int c) { return (u32)(r * 128 + ((c ^ (r & 7)) << 4)); }
 
 // Ordinary shared-memory writes (st.shared, cp.async) -> visible to the unit's operand reads
-// (the async proxy): by the writer before it signals, and by the reader after it waited.
+// (the async proxy): by the writer before it signals (the mbarrier's release / acquire carries
+// them to the reader, as in CUTLASS's pipelines).
 ESCHA_DEVICE void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
 // ---- shared-memory barriers (mbarrier) between the decoding and the multiplying warps
