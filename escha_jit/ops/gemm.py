@@ -23,8 +23,9 @@ def coded_gemm(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] = 
     """y [M, out_features] = x [M, in_features] @ W (+ bias) with the weights decoded inside the
     GEMM (two launches: the prep kernel rotates x once into an fp16 scratch buffer, then the
     GEMM). Any M >= 1; meant for prefill (M in the hundreds and up). Experimental: on the H200 it
-    runs at 0.48-0.71x dense bf16 where the dense-weight path runs at 0.59-0.98x (same shapes,
-    benchmarks/RESULTS.md session 11, docs/PREFILL_GEMM.md), so ops/linear takes it only with
+    runs at 0.48-0.72x dense bf16 where the dense-weight path runs at 0.59-0.98x (same shapes,
+    faster than it only at 8192x28672 M = 1024; benchmarks/RESULTS.md session 11,
+    docs/PREFILL_GEMM.md), so ops/linear takes it only with
     ESCHA_JIT_PREFILL=gemm.
 
     ``x`` fp16 / bf16 / fp32 with unit last stride; ``out`` an optional [M, out_features] view with
