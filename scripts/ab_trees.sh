@@ -6,7 +6,8 @@
 # (`git archive <rev> escha_jit templates tuning | tar -x -C ab/<rev>`); this tree's benchmarks/
 # are copied into each (bench_linear.py imports the package beside its own folder). Kernels compile
 # on first use in each tree's first round (outside the timed graph replays).
-# Usage: ROUNDS=2 BENCH_ARGS=... scripts/ab_trees.sh TREE_A TREE_B [TREE_C ...]   (results in $OUT;
+# Usage: ROUNDS=2 BENCH_ARGS=... scripts/ab_trees.sh TREE_A TREE_B [TREE_C ...]   (results in $OUT:
+# ab_compare.txt and ab_runs.tgz with every run's JSON and log;
 # ab/ is git-ignored: pass carry=["ab"] to the device tool)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -19,14 +20,16 @@ rm -f "$ESCHA_JIT_CACHE_DIR"/tuning/*.json
 for tree in "${trees[@]}"; do
   mkdir -p "$tree/benchmarks" && cp -r benchmarks/*.py benchmarks/baselines "$tree/benchmarks/"
 done
-files=()
+files=(); runs=()
 for r in $(seq 1 "${ROUNDS:-2}"); do
   for i in "${!trees[@]}"; do
     tag=$(basename "${trees[$i]}")$r
     timeout 280 python3 "${trees[$i]}/benchmarks/bench_linear.py" --prefill-ms= ${BENCH_ARGS:-} \
       --out "$OUT/ab_$tag.json" > "$OUT/ab_$tag.log" 2>&1 || echo "run $tag failed: $(tail -2 "$OUT/ab_$tag.log")"
     echo "$tag: $(grep -c '^FAILED' "$OUT/ab_$tag.log") failed cells"
-    files+=("$OUT/ab_$tag.json")
+    files+=("$OUT/ab_$tag.json"); runs+=("ab_$tag.json" "ab_$tag.log")
   done
 done
 python3 benchmarks/ab_compare.py --trees ${#trees[@]} "${files[@]}" | tee "$OUT/ab_compare.txt"
+# the device tool brings back at most 8 files: the per-run JSON and logs travel as one archive
+(cd "$OUT" && tar czf ab_runs.tgz "${runs[@]}" && rm -f "${runs[@]}")
