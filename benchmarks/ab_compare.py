@@ -1,4 +1,5 @@
-"""Compare interleaved runs of bench_linear.py over N trees: files go A, B, ..., A, B, ... (rounds).
+"""Compare interleaved runs of bench_linear.py (or bench_gemm_parts.py) over N trees: files go A, B,
+..., A, B, ... (rounds).
 
 Prints, per decode cell (shape, K, codebook, M, dtype), each tree's median time over the rounds and
 its ratio to tree A's (< 1: faster than A), then geometric means of each ratio by M and overall.
@@ -15,7 +16,11 @@ from collections import defaultdict
 
 
 def cells(path: str) -> dict:
+    """Cell -> us per call: bench_linear.py's coded cells, or bench_gemm_parts.py's whole coded GEMM
+    calls (prep + GEMM, fp16 activations and outputs)."""
     rows = json.load(open(path))["rows"]
+    if rows and "gemm_us" in rows[0]:
+        return {(r["IC"], r["OC"], r["K"], r["codebook"], r["M"], "f16", "gemm"): r["gemm_us"] for r in rows}
     return {(r["IC"], r["OC"], r["K"], r["codebook"], r["M"], r["dtype"], r.get("act", "none")): r["us"]
             for r in rows if r["codebook"] != "bf16"}
 

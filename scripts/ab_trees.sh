@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Interleaved A/B(/C...) of escha_jit trees on the GPU machine: runs benchmarks/bench_linear.py with
 # tree A's package, then tree B's, ..., ROUNDS times (A B A B ...: clock drift hits all alike), and
-# prints per-cell time ratios against tree A (benchmarks/ab_compare.py). Each tree is a folder that
+# prints per-cell time ratios against tree A (benchmarks/ab_compare.py). BENCH=gemm times the coded
+# GEMM instead (benchmarks/bench_gemm_parts.py; BENCH_ARGS e.g. --shapes 4096x4096 --codebooks mcg). Each tree is a folder that
 # holds an escha_jit package with its templates/ and tuning/
 # (`git archive <rev> escha_jit templates tuning | tar -x -C ab/<rev>`); this tree's benchmarks/
 # are copied into each (bench_linear.py imports the package beside its own folder). Kernels compile
@@ -20,11 +21,16 @@ rm -f "$ESCHA_JIT_CACHE_DIR"/tuning/*.json
 for tree in "${trees[@]}"; do
   mkdir -p "$tree/benchmarks" && cp -r benchmarks/*.py benchmarks/baselines "$tree/benchmarks/"
 done
+case "${BENCH:-linear}" in
+  linear) bench=bench_linear.py; args=(--prefill-ms= ${BENCH_ARGS:-}) ;;
+  gemm) bench=bench_gemm_parts.py; args=(${BENCH_ARGS:-}) ;;
+  *) echo "BENCH=$BENCH: linear or gemm"; exit 2 ;;
+esac
 files=(); runs=()
 for r in $(seq 1 "${ROUNDS:-2}"); do
   for i in "${!trees[@]}"; do
     tag=$(basename "${trees[$i]}")$r
-    timeout 280 python3 "${trees[$i]}/benchmarks/bench_linear.py" --prefill-ms= ${BENCH_ARGS:-} \
+    timeout 280 python3 "${trees[$i]}/benchmarks/$bench" "${args[@]}" \
       --out "$OUT/ab_$tag.json" > "$OUT/ab_$tag.log" 2>&1 || echo "run $tag failed: $(tail -2 "$OUT/ab_$tag.log")"
     echo "$tag: $(grep -c '^FAILED' "$OUT/ab_$tag.log") failed cells"
     files+=("$OUT/ab_$tag.json"); runs+=("ab_$tag.json" "ab_$tag.log")
