@@ -9,7 +9,7 @@ import torch
 from escha_jit import reference as R
 from escha_jit.nn import EschaLinear
 from escha_jit.ops import fused as F
-from escha_jit.ops.common import NotWarmedUp
+from escha_jit.ops.common import DTYPE_NAMES, NotWarmedUp
 from escha_jit.ops.dense import dense_weight
 from escha_jit.ops.hadamard import hadamard128
 from escha_jit.ops.linear import linear, linear_unfused
@@ -442,7 +442,7 @@ def test_prep_rows_any_alignment(dtype, M):
     big = torch.randn(M, 1024 + 1, device=DEV).to(dtype)
     x_odd = big[:, 1:]                                               # rows start 1 element in
     x_al = x_odd.contiguous()
-    pk = F.prep_kernel(dev, {torch.float16: "f16", torch.bfloat16: "bf16", torch.float32: "f32"}[dtype])
+    pk = F.prep_kernel(dev, DTYPE_NAMES[dtype])
     outs = []
     for x in (x_al, x_odd):
         xh, xe = (torch.empty(M * 1024, dtype=torch.float16, device=DEV), torch.empty(M, dtype=torch.int32, device=DEV))
