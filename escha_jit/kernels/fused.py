@@ -21,7 +21,7 @@ from . import DTYPE_CODES
 
 COLS = 128
 ARGS = ("ptr", "i64", "ptr", "i64", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr",
-        "i32", "i32", "i32", "i32", "i32", "i32", "ptr", "ptr", "i32", "i32", "i32", "ptr", "ptr")
+        "i32", "i32", "i32", "i32", "i32", "i32", "ptr", "ptr", "i32", "i32", "i32", "ptr", "ptr", "i32")
 MAX_M = 256
 # dynamic shared memory a launch may take: NVIDIA a Hopper SM's share for ~1 block; AMD gfx12 keeps
 # blocks at <= 40 KiB so that 3 fit the 128 KiB of a WGP (the hardware limit is 64 KiB per block)
@@ -94,13 +94,25 @@ def _align(n: int, a: int = 16) -> int:
     return -(-n // a) * a
 
 
+XH_CHUNKS = 8          # include/escha/fused.h FusedLinear::XCHUNKS: most A chunks (xh=1, sm_90)
+
+
+def x_chunks(blocks: int, resident: int) -> int:
+    """A chunks of an xh=1 launch (sm_90): in one wave (blocks <= resident slots) every block copies
+    x at once and the main loop starts on the first chunk; with more waves a block's copy overlaps
+    the other resident blocks' main loops anyway, and one chunk measured faster there (8192x28672
+    M = 16, benchmarks/RESULTS.md session 12)."""
+    return XH_CHUNKS if blocks <= resident else 1
+
+
 def smem_layout(cfg: FusedConfig, K: float, M: int, kr: int, i8: bool = False) -> SmemLayout:
     """Bytes of dynamic shared memory: A operand [M][kr + 8] fp16 (int8 route: [M][kr + 16] u32
     words, then two fp32 [16*m_tiles][kr/128] dequantisation tables; swapped route: [M][kr + 16]
     u32 half2 words, then one fp32 [16*m_tiles][kr/128] table of x sums), one trellis ring per wave
     [stages][rows_per_stage][8/warps tiles][W32] u32 (all waves: stages*rows*8*W32 words), one m
     tile of partial sums [16][132] fp32, per-row exponents [16*m_tiles] + flag, rows_per_stage x 64
-    zero bytes (the A operand of rows >= M)."""
+    zero bytes (the A operand of rows >= M), XH_CHUNKS mbarriers (8 bytes each: the prep kernel's
+    A operand in chunks, sm_90)."""
     mp = 16 * cfg.m_tiles
     w32 = tile_words(K) // 2
     if i8:
@@ -111,7 +123,7 @@ def smem_layout(cfg: FusedConfig, K: float, M: int, kr: int, i8: bool = False) -
         xs = _align(M * (kr + 8) * 2)
     tr = cfg.stages * cfg.rows_per_stage * 8 * w32 * 4     # warps x private rings of (8/warps) tile columns
     red = 16 * (COLS + 4) * 4
-    ex = _align((mp + 4) * 4 + 64 * cfg.rows_per_stage)
+    ex = _align((mp + 4) * 4 + 64 * cfg.rows_per_stage + 8 * XH_CHUNKS)
     return SmemLayout(xs, xs + tr, xs + tr + red, xs + tr + red + ex, tr)
 
 

@@ -10,7 +10,7 @@ import torch
 from ..kernels import prep
 from ..kernels.fused import (ARGS, COLS, I8_MAX_M, MAX_M, SMEM_BUDGET, FusedConfig, FusedLaunch, check_act_quant,
                              default_config, default_config_i8, default_launch, render_extra, smem_layout, spec_for,
-                             swap_route)
+                             swap_route, x_chunks)
 from ..kernels.registry import fused_fits
 from ..spec import nvidia_sm, vendor_of
 from .. import env
@@ -233,6 +233,6 @@ def fused_linear(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] 
     plan.kernel.launch((groups, launch.splits), (32 * cfg.warps,),
              (x, x.stride(0), out, out.stride(0), w.code, w.rin, w.s_in, w.rout, w.s_out, bias32,
               M, IC, OC, kr, w.logical_in, w.logical_out, ws, cnt, lay.off_tr, lay.off_red, lay.off_exp,
-              xh, xh_exp),
+              xh, xh_exp, x_chunks(groups * launch.splits, _sms(dev) * cfg.min_blocks)),
              smem=lay.total, stream=stream, pdl=plan.pdl)
     return out

@@ -44,6 +44,13 @@
 #ifndef ESCHA_AMD_STAGED_COPY
 #define ESCHA_AMD_STAGED_COPY 0
 #endif
+// The fp16 route's A operand from the prep kernel (XH) in chunks, each completing on an mbarrier,
+// so that the main loop starts on the first chunk (sm_90: bulk copies; else one copy and a barrier).
+#if defined(ESCHA_NVIDIA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define ESCHA_XH_CHUNKS 1
+#else
+#define ESCHA_XH_CHUNKS 0
+#endif
 
 #if ESCHA_FUSED_DIAG == 4
 extern "C" __device__ unsigned long long escha_trace[1 << 16];     // unmangled: the host looks it up
@@ -103,6 +110,13 @@ struct FusedLinear {
     static_assert(!SW, "the swapped route is NVIDIA's (gfx12's WMMA would take 2 instructions per tile)");
 #endif
     static constexpr bool WORDS = I8 || SW;            // the A side lives as one u32 word per x element
+    // XH on sm_90: the A operand arrives in at most XCHUNKS chunks of whole steps (Args::x_chunks;
+    // kernels/fused.py smem_layout: 8 bytes of mbarrier per chunk after the zero bytes)
+    static constexpr int XCHUNKS = 8;
+    // halves per row of A chunk c (the last one may be shorter)
+    ESCHA_DEVICE static int chunk_halves(int c, int steps, int chunk_steps) {
+        return min(chunk_steps, steps - c * chunk_steps) * 16 * RB;
+    }
 
     struct Args {
         const in_t* x; long long ldx;
@@ -116,6 +130,7 @@ struct FusedLinear {
         float* ws; int* counters;
         int off_tr, off_red, off_exp;                  // byte offsets into dynamic shared memory
         const half_t* xh; const int* xh_exp;           // XH: the A operand precomputed by prep.hip.j2
+        int x_chunks;                                  // XH, sm_90: chunks it arrives in (1..XCHUNKS)
     };
 
     ESCHA_DEVICE static void run(const Args& p, unsigned char* smem) {
@@ -158,6 +173,7 @@ struct FusedLinear {
         const int k_begin = split * p.k_split;
         const int row0 = k_begin / 16;
         const int steps = p.k_split / (16 * RB);
+        const int x_chunk_steps = (steps + p.x_chunks - 1) / p.x_chunks;  // XH: steps per A chunk
         const u32* src0 = reinterpret_cast<const u32*>(p.code) +
                           ((long long)row0 * tiles_n + g * TILES_N + wave * TPW) * W32;
         // this lane's 16-byte pieces of a stage: shared offset and global offset, fixed per lane
@@ -189,6 +205,14 @@ struct FusedLinear {
 #endif
         for (int i = threadIdx.x; i < 16 * RB; i += blockDim.x) reinterpret_cast<u32*>(zero16)[i] = 0u;
         if (threadIdx.x == 4) flag[1] = (int)0x8FFF8FFFu;   // the codebook mask, read back below
+#if ESCHA_XH_CHUNKS
+        if (XH && !SW && threadIdx.x == 0) {
+            // the A chunks' barriers (one arrival per row's copy, plus its bytes), at block start:
+            // off the path from the dependency wait to the first copy
+            for (int c = 0; c * x_chunk_steps < steps; ++c) mbar_init(smem_addr(zero16 + 32 * RB) + 8u * (u32)c, p.M);
+            fence_mbar_init();
+        }
+#endif
         #pragma unroll
         for (int s = 0; s < STAGES - 1; ++s) {               // start streaming the weights at once
             if (s < steps) copy_slot(src0 + s * step_stride, 4u * (u32)(s * SLOT_WORDS), piece_dst, piece_src, lane);
@@ -212,6 +236,29 @@ struct FusedLinear {
             // ---- the swapped route's A side from the prep kernel's rows: {x, x} words (+ mul1's sums)
             xh_words(p, xq, xq_ld, q_scale, row_exp, lane, wave);
         } else if constexpr (XH) {
+#if ESCHA_XH_CHUNKS
+            // ---- the A operand was precomputed (prep kernel): its rows' K range in XCHUNKS chunks of
+            // whole steps, one bulk copy per (row, chunk), each chunk completing on its own mbarrier;
+            // the waves wait for a chunk at its first step (main loop). All blocks copy x at once (at
+            // M = 16 as many bytes from L2 as the weights they stream from HBM): in one piece before the
+            // first step it took 4.2 us of a 32 us call (4096x14336; benchmarks/RESULTS.md session 12).
+            __syncthreads();                                    // the chunk barriers initialized (block start)
+            const int nchunks = (steps + x_chunk_steps - 1) / x_chunk_steps;
+            const u32 xbar = smem_addr(zero16 + 32 * RB);
+            // lane 0 of each wave: a bulk copy takes uniform operands (per-lane values would make a
+            // 32-way loop); chunk-major, so that chunk 0's copies go out first
+            if (lane == 0)
+                for (int t = wave; t < p.M * nchunks; t += WARPS) {
+                    const int c = t / p.M, m = t - c * p.M;
+                    const int k0 = c * x_chunk_steps * 16 * RB;
+                    const u32 bytes = (u32)(chunk_halves(c, steps, x_chunk_steps) * 2);
+                    mbar_arrive_expect_tx(xbar + 8u * (u32)c, bytes);
+                    bulk_copy_to_shared(smem_addr(xs + m * xs_ld + k0), p.xh + (long long)m * p.IC + k_begin + k0,
+                                        bytes, xbar + 8u * (u32)c);
+                }
+            for (int t = threadIdx.x; t < MP; t += blockDim.x) row_exp[t] = t < p.M ? p.xh_exp[t] : 0;
+            // (row_exp and the codebook mask: read after a later block barrier / this one)
+#else
             // ---- the A operand was precomputed (prep kernel): copy its rows' K range
             const int pieces_row = p.k_split / 8;              // 16-byte pieces per row
             const DivMod by_row(pieces_row);                    // pieces < 2^22
@@ -224,6 +271,7 @@ struct FusedLinear {
             for (int t = threadIdx.x; t < MP; t += blockDim.x) row_exp[t] = t < p.M ? p.xh_exp[t] : 0;
             async_wait<0>();                                    // the A operand (and the first stages) landed
             __syncthreads();
+#endif
         } else if constexpr (I8) {
             quantize_x(p, xq, xq_ld, q_scale, q_off, lane, wave);
         } else if constexpr (SW) {
@@ -276,12 +324,23 @@ struct FusedLinear {
         // constant, so it keeps it in a register (LOP3 takes one immediate; a visible constant
         // is re-materialised with a MOV before every use).
         const u32 cb_mask = reinterpret_cast<const u32*>(flag)[1];
+#if ESCHA_XH_CHUNKS
+        u32 x_bar = smem_addr(zero16 + 32 * RB);             // the next A chunk's mbarrier (XH)
+        int x_next = 0;                                      // and its first step
+#endif
 
         // ---- main loop: wave-private pipeline, decode all tiles of a step, then multiply
         RingCursor ring_at(src0, step_stride);
         for (int step = 0; step < steps; ++step) {
             async_wait<STAGES - 2>();
             wave_sync();
+#if ESCHA_XH_CHUNKS
+            if (XH && step == x_next) {                       // this step starts an A chunk: wait for it
+                mbar_wait(x_bar, 0);
+                x_bar += 8u;
+                x_next += x_chunk_steps;
+            }
+#endif
 #if defined(ESCHA_AMD) && ESCHA_AMD_STAGED_COPY
             StagedCopy16<PER_LANE> staged;
             const bool prefetch = step + STAGES - 1 < steps;

@@ -197,3 +197,34 @@ ESCHA_DEVICE void prefetch_l2(const void* addr) {
     asm volatile("prefetch.global.L2 [%0];\n" :: "l"(addr));
 }
 }  // namespace escha
+
+// ---- shared-memory barriers (mbarrier) and bulk copies (sm_90): the coded GEMM's stage handshakes
+// (wgmma.h) and the fused kernel's activation chunks (fused.h, XH)
+namespace escha {
+ESCHA_DEVICE void mbar_init(u32 bar, u32 count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
+}
+// Initialized mbarriers visible to the async proxy (the copy engines complete transactions on them).
+ESCHA_DEVICE void fence_mbar_init() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
+// One arrival (release: this thread's earlier shared-memory writes are visible to the waiters).
+ESCHA_DEVICE void mbar_arrive(u32 bar) {
+    asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" :: "r"(bar) : "memory");
+}
+// One arrival that also announces `bytes` to arrive by transaction (the phase completes when both
+// the arrivals and the bytes are in).
+ESCHA_DEVICE void mbar_arrive_expect_tx(u32 bar, u32 bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar), "r"(bytes) : "memory");
+}
+// Wait until the phase with this parity (0 for the first completion, 1, 0, ...) has completed.
+ESCHA_DEVICE void mbar_wait(u32 bar, u32 parity) {
+    asm volatile("{\n.reg .pred done;\nwait_%=:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+                 "@!done bra wait_%=;\n}\n" :: "r"(bar), "r"(parity) : "memory");
+}
+// `bytes` (a multiple of 16; both addresses 16-byte aligned) global -> shared by the copy engine,
+// completing that many bytes on the mbarrier `bar` (the issuing thread does not wait).
+ESCHA_DEVICE void bulk_copy_to_shared(u32 dst, const void* src, u32 bytes, u32 bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+                 :: "r"(dst), "l"(reinterpret_cast<u64>(src)), "r"(bytes), "r"(bar) : "memory");
+}
+}  // namespace escha

@@ -41,20 +41,12 @@ ESCHA_DEVICE constexpr u32 sw128_offset(int r, int c) { return (u32)(r * 128 + (
 // them to the reader, as in CUTLASS's pipelines).
 ESCHA_DEVICE void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
-// ---- shared-memory barriers (mbarrier) between the decoding and the multiplying warps
-ESCHA_DEVICE void mbar_init(u32 bar, u32 count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
-}
-// One arrival (release: this thread's earlier shared-memory writes are visible to the waiters).
-ESCHA_DEVICE void mbar_arrive(u32 bar) {
-    asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" :: "r"(bar) : "memory");
-}
-// Wait until the phase with this parity (0 for the first completion, 1, 0, ...) has completed.
-ESCHA_DEVICE void mbar_wait(u32 bar, u32 parity) {
-    asm volatile("{\n.reg .pred done;\nwait_%=:\n"
-                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-                 "@!done bra wait_%=;\n}\n" :: "r"(bar), "r"(parity) : "memory");
-}
+// ---- shared-memory barriers: platform_cuda.h (mbar_*), shared with the fused kernel
+using escha::mbar_init;
+using escha::mbar_arrive;
+using escha::mbar_wait;
+using escha::mbar_arrive_expect_tx;
+using escha::fence_mbar_init;
 // ---- TMA (the tensor memory accelerator): bulk tensor copies global -> shared memory
 // A tensor map as a kernel parameter (`const __grid_constant__`): the driver's opaque 128 bytes
 // (cuTensorMapEncodeTiled, runtime/cuda.py), 64-byte aligned.
@@ -62,13 +54,6 @@ struct ESCHA_ALIGN(64) TensorMap { unsigned long long opaque[16]; };
 
 ESCHA_DEVICE void prefetch_tensor_map(const TensorMap* map) {
     asm volatile("prefetch.tensormap [%0];\n" :: "l"(reinterpret_cast<u64>(map)) : "memory");
-}
-// Initialized mbarriers visible to the async proxy (the TMA unit completes transactions on them).
-ESCHA_DEVICE void fence_mbar_init() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
-// One arrival that also announces `bytes` to arrive by transaction (the phase completes when both
-// the arrivals and the bytes are in).
-ESCHA_DEVICE void mbar_arrive_expect_tx(u32 bar, u32 bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar), "r"(bytes) : "memory");
 }
 // The box at (column c0, row c1) of a 2-D tensor map into shared memory at `dst` (the map's
 // swizzle applied), completing `bytes` on the mbarrier `bar`.
