@@ -2,7 +2,9 @@
 
 Per profiled kernel: duration, SM clock, issued instructions and instructions per decoded weight
 (from the plans file), issue-slot use, warps per scheduler, each pipe's active cycles and the
-warp-state samples by stall reason; with ``--hot N`` the N SASS instructions with the most samples and their main reasons.
+warp-state samples by stall reason, also split by code region (before / inside / after the innermost loop
+that issues the matrix unit: prologue, main loop, epilogue); with ``--hot N`` the N SASS instructions
+with the most samples and their main reasons.
 
     python benchmarks/ncu_summary.py DIR [--hot 20] [--json summary.json]
 """
@@ -13,6 +15,7 @@ import collections
 import csv
 import json
 import os
+import re
 
 DETAILS = ("Duration", "SM Frequency", "Issued Instructions", "Issue Slots Busy", "Active Warps Per Scheduler",
            "Eligible Warps Per Scheduler", "No Eligible", "Registers Per Thread", "DRAM Throughput", "Grid Size")
@@ -74,6 +77,44 @@ def stall_totals(rows: list[dict]) -> dict[str, int]:
     return dict(tot.most_common())
 
 
+_MATRIX_OP = re.compile(r"\b(HMMA|HGMMA|IMMA|IGMMA)\b")    # not HFMA2.MMA (an FMA-pipe move)
+
+
+def _branch_target(sass: str) -> int | None:
+    """The absolute target address of a branch instruction (ncu prints `BRA 0x7f...`), else None."""
+    if "BRA" not in sass:
+        return None
+    t = sass.replace(";", " ").split()[-1]
+    return int(t, 16) if t.startswith("0x") else None
+
+
+def regions(rows: list[dict]) -> dict[str, dict]:
+    """Samples before, inside and after the innermost backward-branching loop that issues the matrix
+    unit (HMMA / HGMMA / IMMA): {region: {"share": fraction of the kernel's samples, "instructions":
+    count, "stalls": top reasons as fractions of the region's samples}}; {} when there is no such loop."""
+    addr = [int(r["Address"], 16) for r in rows]
+    where = {a: i for i, a in enumerate(addr)}
+    best = None
+    for i, r in enumerate(rows):
+        t = _branch_target(r["Source"])
+        if t is None or t >= addr[i] or t not in where:
+            continue
+        lo = where[t]
+        if any(_MATRIX_OP.search(rows[j]["Source"]) for j in range(lo, i + 1)) and (best is None or i - lo < best[1] - best[0]):
+            best = (lo, i)
+    if best is None:
+        return {}
+    parts = {"prologue": rows[:best[0]], "main loop": rows[best[0]:best[1] + 1], "epilogue": rows[best[1] + 1:]}
+    total = sum(num(r["Warp Stall Sampling (All Samples)"]) for r in rows) or 1.0
+    out = {}
+    for name, part in parts.items():
+        n = sum(num(r["Warp Stall Sampling (All Samples)"]) for r in part)
+        st = stall_totals(part)
+        out[name] = {"share": round(n / total, 3), "instructions": len(part),
+                     "stalls": {k: round(v / (n or 1), 2) for k, v in list(st.items())[:4]}}
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("dir", help="folder with ncu_details.csv, ncu_source.csv, ncu_plans.json")
@@ -102,6 +143,7 @@ def main() -> None:
             st = stall_totals(sources[n][1])
             total = sum(st.values()) or 1
             row["stall share"] = {s: round(v / total, 3) for s, v in st.items() if v / total >= 0.01}
+            row["regions"] = regions(sources[n][1])
             if args.hot:
                 hot = sorted(sources[n][1], key=lambda r: -num(r["Warp Stall Sampling (All Samples)"]))[:args.hot]
                 row["hot"] = []
@@ -120,6 +162,9 @@ def main() -> None:
             print("   pipes active (% of peak): " + ", ".join(f"{p} {v}" for p, v in row["pipe active %"].items()))
         if "stall share" in row:
             print("   stalls: " + ", ".join(f"{s} {v:.0%}" for s, v in row["stall share"].items()))
+        for name, reg in row.get("regions", {}).items():
+            print(f"   {name:<10} {reg['share']:.0%} of samples, {reg['instructions']} instructions: "
+                  + ", ".join(f"{s} {v:.0%}" for s, v in reg["stalls"].items()))
         for h in row.get("hot", []):
             print("     " + h)
     if args.json:
