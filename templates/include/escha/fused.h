@@ -237,7 +237,7 @@ struct FusedLinear {
             xh_words(p, xq, xq_ld, q_scale, row_exp, lane, wave);
         } else if constexpr (XH) {
 #if ESCHA_XH_CHUNKS
-            // ---- the A operand was precomputed (prep kernel): its rows' K range in XCHUNKS chunks of
+            // ---- the A operand was precomputed (prep kernel): its rows' K range in p.x_chunks chunks of
             // whole steps, one bulk copy per (row, chunk), each chunk completing on its own mbarrier;
             // the waves wait for a chunk at its first step (main loop). All blocks copy x at once (at
             // M = 16 as many bytes from L2 as the weights they stream from HBM): in one piece before the
