@@ -204,7 +204,9 @@ struct FusedLinear {
         };
 #endif
         for (int i = threadIdx.x; i < 16 * RB; i += blockDim.x) reinterpret_cast<u32*>(zero16)[i] = 0u;
+        for (int t = threadIdx.x; t < MP; t += blockDim.x) row_exp[t] = 0;    // (XH: overwritten after the wait)
         if (threadIdx.x == 4) flag[1] = (int)0x8FFF8FFFu;   // the codebook mask, read back below
+        if (threadIdx.x == 5) flag[2] = 0;                  // the in-kernel prologue's "a row was raised"
 #if ESCHA_XH_CHUNKS
         if (XH && !SW && threadIdx.x == 0) {
             // the A chunks' barriers (one arrival per row's copy, plus its bytes), at block start:
@@ -228,6 +230,9 @@ struct FusedLinear {
         prefetch_l2_range(p.rout + g * COLS, 2 * COLS, threadIdx.x, blockDim.x);
         if (p.s_out) prefetch_l2_range(p.s_out + g * COLS, 4 * COLS, threadIdx.x, blockDim.x);
         if (p.bias) prefetch_l2_range(p.bias + g * COLS, 4 * COLS, threadIdx.x, blockDim.x);
+        // The block's shared state above (zero bytes, mask, row exponents, XH's chunk barriers) is
+        // complete for every thread from here on: a barrier before the wait, off the path after it.
+        __syncthreads();
         // Launched as a programmatic dependent (NVIDIA): the weights above may stream while the
         // previous kernel finishes; x / xh and every global write (y, workspace, counters) wait.
         grid_dependency_wait();
@@ -242,7 +247,6 @@ struct FusedLinear {
             // the waves wait for a chunk at its first step (main loop). All blocks copy x at once (at
             // M = 16 as many bytes from L2 as the weights they stream from HBM): in one piece before the
             // first step it took 4.2 us of a 32 us call (4096x14336; benchmarks/RESULTS.md session 12).
-            __syncthreads();                                    // the chunk barriers initialized (block start)
             const int nchunks = (steps + x_chunk_steps - 1) / x_chunk_steps;
             const u32 xbar = smem_addr(zero16 + 32 * RB);
             // lane 0 of each wave: a bulk copy takes uniform operands (per-lane values would make a
@@ -257,7 +261,7 @@ struct FusedLinear {
                                         bytes, xbar + 8u * (u32)c);
                 }
             for (int t = threadIdx.x; t < MP; t += blockDim.x) row_exp[t] = t < p.M ? p.xh_exp[t] : 0;
-            // (row_exp and the codebook mask: read after a later block barrier / this one)
+            // (row_exp: read in the epilogue, after the main loop's closing barrier)
 #else
             // ---- the A operand was precomputed (prep kernel): copy its rows' K range
             const int pieces_row = p.k_split / 8;              // 16-byte pieces per row
@@ -277,7 +281,7 @@ struct FusedLinear {
         } else if constexpr (SW) {
             // the swapped route's A side: half2 {x, x} words in mu::i8_slot order; mul1 also keeps
             // the sum of each (row, 128-block) of x as stored (its weights are affine in the unit's sums)
-            prologue_f16(p, row_exp, lane, wave, [&](int m, int kb, const float (&v)[4], float scale) {
+            prologue_f16(p, row_exp, flag + 2, lane, wave, [&](int m, int kb, const float (&v)[4], float scale) {
                 float sum = 0.f;
                 #pragma unroll
                 for (int i = 0; i < 4; ++i) {
@@ -295,7 +299,7 @@ struct FusedLinear {
             if constexpr (CB == CB_MUL1) row_totals(p, q_scale, 1.f);
         } else {
             // ---- prologue: the block's K range of x -> scaled, Hadamard-rotated fp16 A operand
-            prologue_f16(p, row_exp, lane, wave, [&](int m, int kb, const float (&v)[4], float scale) {
+            prologue_f16(p, row_exp, flag + 2, lane, wave, [&](int m, int kb, const float (&v)[4], float scale) {
                 store_half4(xs + m * xs_ld + kb * 128 + 4 * lane, v, scale);
             });
         }
@@ -767,18 +771,22 @@ struct FusedLinear {
     // The fp16 A side of the fp16 routes (store(m, kb, v, scale) writes v * scale in the route's
     // layout). Optimistic single pass: every item is stored unscaled; a row with a value that would
     // not fit fp16 (|v| >= 2^15, e.g. large bf16 activations) gets the power-of-two exponent it
-    // needs (atomicMax over its items) and is redone in a second pass (rare).
+    // needs (atomicMax over its items), sets *raised, and is redone in a second pass (rare; skipped
+    // with its barrier when no row was raised). row_exp (zero) and *raised (0) were set at block
+    // start, before a block barrier.
     template <typename Store>
-    ESCHA_DEVICE static void prologue_f16(const Args& p, int* row_exp, int lane, int wave, Store store) {
-        for (int t = threadIdx.x; t < MP; t += blockDim.x) row_exp[t] = 0;
-        __syncthreads();
+    ESCHA_DEVICE static void prologue_f16(const Args& p, int* row_exp, int* raised, int lane, int wave, Store store) {
         rotated_items<8>(p, lane, wave, [](int) { return true; }, [&](int m, int kb, float (&v)[4]) {
             float amax = 0.f;
             #pragma unroll
             for (int i = 0; i < 4; ++i) amax = fmaxf(amax, fabsf(v[i]));
-            if (fp16_fits_or_raise(amax, lane, row_exp + m)) store(m, kb, v, 1.f);     // else rare: redone below
+            if (fp16_fits_or_raise(amax, lane, row_exp + m))
+                store(m, kb, v, 1.f);
+            else if (lane == 0)
+                *raised = 1;                                     // rare: redone below
         });
         __syncthreads();
+        if (!*raised) return;                                    // block-uniform
         rotated_items<2>(p, lane, wave, [&](int m) { return row_exp[m] != 0; }, [&](int m, int kb, float (&v)[4]) {
             store(m, kb, v, exp2i(-row_exp[m]));                 // the rare rows, redone
         });
