@@ -2,6 +2,7 @@
 that ships in tuning/<arch>.json, with a report of tuned vs heuristic per problem.
 
     python benchmarks/tune_shapes.py --out tuned.json [--buckets 1,4,16] [--budget 3]
+    python benchmarks/tune_shapes.py --buckets 16 --onto tuning/sm_90.json --out tuned.json   # one bucket re-tuned
 """
 from __future__ import annotations
 
@@ -40,6 +41,8 @@ def main(argv=None):
     ap.add_argument("--buckets", default="1,4,16")
     ap.add_argument("--dtypes", default="f16,bf16")
     ap.add_argument("--budget", type=float, default=3.0)
+    ap.add_argument("--onto", default="", help="a table (e.g. the shipped tuning/sm_90.json) that --out is this "
+                    "run's entries merged onto: re-tune some buckets, keep the rest")
     for axis in GRID_AXES:
         ap.add_argument(f"--{axis.replace('_', '-')}", default="",
                         help=f"comma-separated values of the search grid's {axis} axis (default: escha_jit's)")
@@ -51,7 +54,10 @@ def main(argv=None):
                dtypes=[dt[d] for d in args.dtypes.split(",")], budget_s=args.budget, save=True, progress=True,
                grid=grid)
     print(rep.summary())
-    TuningTable.load(rep.table_path).save(args.out)
+    table = TuningTable.load(rep.table_path)
+    if args.onto:
+        table = TuningTable.load(args.onto).merged(table)
+    table.save(args.out)
     with open(args.report, "w") as f:
         json.dump(dict(seconds=time.perf_counter() - t0, arch=rep.arch, gpu=torch.cuda.get_device_name(),
                        rows=[r.__dict__ for r in rep.rows]), f, indent=1)
