@@ -332,6 +332,28 @@ def test_fused_tile_configs(cfg, launch, M, K, cb):
     assert rel_rms(y, ref) < 1e-3, (K, cb, M, cfg, launch, rel_rms(y, ref))
 
 
+@pytest.mark.parametrize("cfg,launch,M", [
+    # steps per block: 4 (x_chunks 3 -> chunks of 2 steps, 8 -> 4 chunks of 1), 4, and 16 (3 -> 6 + 6 + 4)
+    (F.FusedConfig(warps=8, m_tiles=1, rows_per_stage=8, stages=3, xh=1), F.FusedLaunch(2), 16),
+    (F.FusedConfig(warps=8, m_tiles=1, rows_per_stage=16, stages=2, xh=1), F.FusedLaunch(1), 11),
+    (F.FusedConfig(warps=4, m_tiles=2, rows_per_stage=4, stages=3, xh=1), F.FusedLaunch(1), 27),
+])
+@pytest.mark.parametrize("chunks", [1, 3, 8])
+def test_fused_xh_chunks_same_bits(cfg, launch, M, chunks, monkeypatch):
+    """The fp16 route's A operand from the prep kernel arrives in x_chunks bulk-copied chunks
+    (sm_90; kernels.fused.x_chunks picks 1 or 8 by the grid's waves): any chunk count gives the
+    bits of one chunk, and both are within the reference's band."""
+    w = _layer(1024, 512, 3.0, "mcg", 31)
+    x = torch.randn(M, 1024, device=DEV).half()
+    monkeypatch.setattr(F, "x_chunks", lambda blocks, resident: 1)
+    y_one = F.fused_linear(x, w, cfg=cfg, launch=launch)
+    monkeypatch.setattr(F, "x_chunks", lambda blocks, resident: chunks)
+    y = F.fused_linear(x, w, cfg=cfg, launch=launch)
+    assert torch.equal(y, y_one), (cfg, launch, M, chunks)
+    ref = x.double().cpu() @ R.dense_weight(w.to("cpu"))
+    assert rel_rms(y, ref) < 1e-3, rel_rms(y, ref)
+
+
 @pytest.mark.parametrize("M", [1, 16])
 def test_fused_pdl_chain_matches_plain_launches(M, monkeypatch):
     """Each call's output is the next call's input and all calls share the split-K workspace and
