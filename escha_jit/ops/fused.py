@@ -77,6 +77,7 @@ class Plan:
     prep: object
     pdl: bool                      # launched as programmatic dependents (NVIDIA sm_90+, see pdl_supported)
     source: str                    # "table" or "heuristic" or "explicit"
+    x_chunks: int                  # chunks of the xh A operand (kernels.fused.x_chunks; used by xh=1 on sm_90)
 
 
 _PLANS: dict[tuple, Plan] = {}
@@ -144,7 +145,8 @@ def plan_for(dev: torch.device, K: float, codebook: str, IC: int, OC: int, in_dt
     if cfg.xh:
         pk = prep_kernel(dev, in_dt)
     p = _PLANS[key] = Plan(cfg, launch, smem_layout(cfg, K, M, IC // launch.splits, i8), k, pk,
-                           pdl_supported(arch), source)
+                           pdl_supported(arch), source,
+                           x_chunks((OC // COLS) * launch.splits, _sms(dev) * cfg.min_blocks))
     return p
 
 
@@ -233,6 +235,6 @@ def fused_linear(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] 
     plan.kernel.launch((groups, launch.splits), (32 * cfg.warps,),
              (x, x.stride(0), out, out.stride(0), w.code, w.rin, w.s_in, w.rout, w.s_out, bias32,
               M, IC, OC, kr, w.logical_in, w.logical_out, ws, cnt, lay.off_tr, lay.off_red, lay.off_exp,
-              xh, xh_exp, x_chunks(groups * launch.splits, _sms(dev) * cfg.min_blocks)),
+              xh, xh_exp, plan.x_chunks),
              smem=lay.total, stream=stream, pdl=plan.pdl)
     return out

@@ -150,6 +150,9 @@ struct FusedLinear {
         int* row_exp = reinterpret_cast<int*>(smem + p.off_exp);     // [MP] per-row exponent
         int* flag = row_exp + MP;
         half_t* zero16 = reinterpret_cast<half_t*>(flag + 4);       // RB x 64 bytes of zeros: rows >= M
+#if ESCHA_XH_CHUNKS
+        const u32 x_bars = smem_addr(zero16 + 32 * RB);             // XH: the A chunks' mbarriers, 8 bytes each
+#endif
         // int8 route: x words [M][KR + 16] (one token value replicated in 4 bytes, mu::i8_slot order
         // per 16-k slab), then per (row, 128-block) the dequantisation factor and offset [MP][KR/128];
         // swapped route: half2 {x, x} words [M][KR + 16], then (mul1) per (row, 128-block) sums of x
@@ -211,7 +214,7 @@ struct FusedLinear {
         if (XH && !SW && threadIdx.x == 0) {
             // the A chunks' barriers (one arrival per row's copy, plus its bytes), at block start:
             // off the path from the dependency wait to the first copy
-            for (int c = 0; c * x_chunk_steps < steps; ++c) mbar_init(smem_addr(zero16 + 32 * RB) + 8u * (u32)c, p.M);
+            for (int c = 0; c * x_chunk_steps < steps; ++c) mbar_init(x_bars + 8u * (u32)c, p.M);
             fence_mbar_init();
         }
 #endif
@@ -248,7 +251,6 @@ struct FusedLinear {
             // M = 16 as many bytes from L2 as the weights they stream from HBM): in one piece before the
             // first step it took 4.2 us of a 32 us call (4096x14336; benchmarks/RESULTS.md session 12).
             const int nchunks = (steps + x_chunk_steps - 1) / x_chunk_steps;
-            const u32 xbar = smem_addr(zero16 + 32 * RB);
             // lane 0 of each wave: a bulk copy takes uniform operands (per-lane values would make a
             // 32-way loop); chunk-major, so that chunk 0's copies go out first
             if (lane == 0)
@@ -256,9 +258,9 @@ struct FusedLinear {
                     const int c = t / p.M, m = t - c * p.M;
                     const int k0 = c * x_chunk_steps * 16 * RB;
                     const u32 bytes = (u32)(chunk_halves(c, steps, x_chunk_steps) * 2);
-                    mbar_arrive_expect_tx(xbar + 8u * (u32)c, bytes);
+                    mbar_arrive_expect_tx(x_bars + 8u * (u32)c, bytes);
                     bulk_copy_to_shared(smem_addr(xs + m * xs_ld + k0), p.xh + (long long)m * p.IC + k_begin + k0,
-                                        bytes, xbar + 8u * (u32)c);
+                                        bytes, x_bars + 8u * (u32)c);
                 }
             for (int t = threadIdx.x; t < MP; t += blockDim.x) row_exp[t] = t < p.M ? p.xh_exp[t] : 0;
             // (row_exp: read in the epilogue, after the main loop's closing barrier)
@@ -329,7 +331,7 @@ struct FusedLinear {
         // is re-materialised with a MOV before every use).
         const u32 cb_mask = reinterpret_cast<const u32*>(flag)[1];
 #if ESCHA_XH_CHUNKS
-        u32 x_bar = smem_addr(zero16 + 32 * RB);             // the next A chunk's mbarrier (XH)
+        u32 x_bar = x_bars;                                  // the next A chunk's mbarrier (XH)
         int x_next = 0;                                      // and its first step
 #endif
 
