@@ -9,6 +9,7 @@
 | ``ESCHA_JIT_CLANG`` | clang for the offline gfx12 route | ``clang-22`` |
 | ``ESCHA_JIT_AMD_SYSROOT`` | hipRTC's header + ROCm bitcode for that route | ``<checkout>/.ci-cache/amd`` |
 | ``ESCHA_JIT_SID_CHROOT`` | the Debian sid chroot with real hipRTC (tests, CI) | ``<checkout>/.ci-cache/sid`` |
+| ``ESCHA_JIT_NVRTC_FLOOR`` | a virtual environment with the oldest NVRTC the ``cuda`` extra allows (tests, CI: scripts/nvrtc_floor.sh) | ``<checkout>/.ci-cache/nvrtc-floor`` |
 | ``ESCHA_JIT_NO_PDL`` | ``1``: launch the fused kernels as ordinary kernels, not as programmatic dependents (A/B timing; drivers without it) | off |
 | ``ESCHA_JIT_PREFILL`` | route of calls above the fused kernel's M: ``dense`` (dense weight + vendor GEMM) or ``gemm`` (the coded wgmma GEMM, Hopper only, experimental: slower today, benchmarks/RESULTS.md) | ``dense`` |
 | ``ESCHA_JIT_SKIP_AMD`` | ``1``: skip the AMD toolchain tests (they fail otherwise when it is missing) | off |
@@ -56,6 +57,10 @@ def amd_sysroot() -> str:
 
 def sid_chroot() -> str:
     return os.path.abspath(os.environ.get("ESCHA_JIT_SID_CHROOT") or os.path.join(_CHECKOUT, ".ci-cache", "sid"))
+
+
+def nvrtc_floor() -> str:
+    return os.path.abspath(os.environ.get("ESCHA_JIT_NVRTC_FLOOR") or os.path.join(_CHECKOUT, ".ci-cache", "nvrtc-floor"))
 
 
 def no_pdl() -> bool:

@@ -21,6 +21,7 @@ extras="cuda,sass"
 [ "$want_test" = 1 ] && extras="$extras,test"
 python -m pip install -q -e ".[$extras]"
 # AMD gfx1201 compile routes for the tests (root: apt, debootstrap): clang-22 + hipRTC header and
-# device libs, and the Debian sid chroot with real hipRTC. Both are no-ops when already set up.
-if [ "$want_test" = 1 ]; then ./scripts/setup_amd_toolchain.sh; ./scripts/sid_chroot.sh setup; fi
+# device libs, and the Debian sid chroot with real hipRTC; the oldest NVRTC the cuda extra allows.
+# All are no-ops when already set up.
+if [ "$want_test" = 1 ]; then ./scripts/setup_amd_toolchain.sh; ./scripts/sid_chroot.sh setup; ./scripts/nvrtc_floor.sh; fi
 echo "bootstrap: done ($(python -c 'import torch, escha_jit; print("torch", torch.__version__, "escha_jit", escha_jit.__version__)'))"

@@ -3,7 +3,9 @@ header and ROCm bitcode) and checks each code object: ELF arch, wave32 on AMD, n
 scratch, the matrix / dot instruction (and on sm_90 the dependent-launch pair) in the disassembly.
 Fails (does not skip) when a toolchain is missing, unless ESCHA_JIT_SKIP_AMD=1 for AMD; the sm_90
 SASS checks need the ``sass`` extra, which the README's test command installs."""
+import json
 import os
+import subprocess
 
 import pytest
 
@@ -27,6 +29,31 @@ def test_every_sm90_specialization(tmp_path):
     assert find_cuobjdump(), "cuobjdump missing: the sm_90 SASS checks need escha_jit[sass]"
     rows = _check("sm_90", tmp_path)
     assert any("fused" in r.spec for r in rows) and any("reconstruct" in r.spec for r in rows)
+
+
+def test_every_sm90_specialization_with_the_oldest_nvrtc(tmp_path):
+    """The oldest NVRTC the ``cuda`` extra allows (13.0, the venv of scripts/nvrtc_floor.sh) compiles
+    every shipped sm_90 specialization too: NVRTC front ends differ between minor versions (13.5
+    took a generic lambda in a device function that 13.0 rejects), and this environment has the
+    newest. Torch-free, in that venv's interpreter; the SASS is checked by the test above."""
+    py = os.path.join(env.nvrtc_floor(), "bin", "python")
+    assert os.path.exists(py), f"{py} missing: run scripts/nvrtc_floor.sh (scripts/bootstrap.sh --test does)"
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    run_env = {**os.environ, "PYTHONPATH": root}
+    ver = subprocess.run([py, "-c", "from cuda.bindings import nvrtc; print(*nvrtc.nvrtcVersion()[1:])"],
+                         env=run_env, capture_output=True, text=True, check=True).stdout.split()
+    assert ver == ["13", "0"], ver
+    out = tmp_path / "rows.json"
+    r = subprocess.run([py, "-m", "escha_jit.cli", "compile", "--arch", "sm_90", "--all", "--cache-dir",
+                        str(tmp_path / "cache"), "-j", str(os.cpu_count()), "--json", str(out)],
+                       cwd=root, env=run_env, capture_output=True, text=True, timeout=3600)
+    assert out.exists(), r.stdout[-2000:] + r.stderr[-4000:]
+    rows = json.loads(out.read_text())
+    assert len(rows) == len(list(shipped_specs("sm_90")))
+    bad = [f"{row['spec']}: {row['error'] or '; '.join(row['problems'])}" for row in rows
+           if row["error"] or row["problems"]]
+    assert not bad, "\n".join(bad[:10])
+    assert r.returncode == 0, r.stderr[-2000:]
 
 
 def test_every_gfx1201_specialization(tmp_path):
