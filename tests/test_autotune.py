@@ -139,7 +139,7 @@ def test_corrupt_table(tmp_path, monkeypatch, caplog, content):
     assert "ignoring tuning table" in caplog.text
 
 
-@pytest.mark.parametrize("field,value", [("warps", 3), ("warps", 16), ("m_tiles", 0), ("rows_per_stage", 0),
+@pytest.mark.parametrize("field,value", [("warps", 3), ("warps", 32), ("m_tiles", 0), ("rows_per_stage", 0),
                                          ("stages", 1), ("min_blocks", 0), ("xh", 2), ("swap", -1), ("diag", 5),
                                          ("stages", 2.0), ("stages", "2"), ("warps", True)])
 def test_fused_config_rejects_out_of_range(field, value):

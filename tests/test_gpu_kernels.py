@@ -322,6 +322,11 @@ def test_fused_writes_into_column_slice():
     # 32 rows per stage (the next grid point, benchmarks/RESULTS.md session 9): one step per 512 features
     (F.FusedConfig(warps=8, m_tiles=1, rows_per_stage=32, stages=2, xh=1), F.FusedLaunch(2), 16),
     (F.FusedConfig(warps=8, m_tiles=1, rows_per_stage=32, stages=2, xh=1), F.FusedLaunch(1), 5),
+    # 16 waves: two K slices per tile column (one step each; four each with the A operand in
+    # chunks; one slice without any step: 1 step per block)
+    (F.FusedConfig(warps=16, m_tiles=1, rows_per_stage=16, stages=2, min_blocks=1, xh=1), F.FusedLaunch(2), 16),
+    (F.FusedConfig(warps=16, m_tiles=1, rows_per_stage=8, stages=3, min_blocks=1, xh=1), F.FusedLaunch(1), 13),
+    (F.FusedConfig(warps=16, m_tiles=1, rows_per_stage=8, stages=2, min_blocks=1), F.FusedLaunch(8), 3),
 ])
 @pytest.mark.parametrize("K,cb", [(3.0, "mcg"), (2.0, "mul1"), (4.0, "3inst")])
 def test_fused_tile_configs(cfg, launch, M, K, cb):
@@ -337,6 +342,8 @@ def test_fused_tile_configs(cfg, launch, M, K, cb):
     (F.FusedConfig(warps=8, m_tiles=1, rows_per_stage=8, stages=3, xh=1), F.FusedLaunch(2), 16),
     (F.FusedConfig(warps=8, m_tiles=1, rows_per_stage=16, stages=2, xh=1), F.FusedLaunch(1), 11),
     (F.FusedConfig(warps=4, m_tiles=2, rows_per_stage=4, stages=3, xh=1), F.FusedLaunch(1), 27),
+    # 16 waves in two K slices: a slice's steps skip the other's chunks (4 steps, chunks of 1 / 2)
+    (F.FusedConfig(warps=16, m_tiles=1, rows_per_stage=8, stages=3, min_blocks=1, xh=1), F.FusedLaunch(2), 16),
 ])
 @pytest.mark.parametrize("chunks", [1, 3, 8])
 def test_fused_xh_chunks_same_bits(cfg, launch, M, chunks, monkeypatch):

@@ -31,6 +31,19 @@ def test_swapped_spec_with_prep_kernel_renders_the_expansion():
         fused.spec_for("gfx1201", 2.0, "mul1", "f16", "f16", cfg)
 
 
+def test_sixteen_waves_are_two_k_slices_of_the_fp16_route():
+    cfg = fused.FusedConfig(warps=16, rows_per_stage=8, stages=3, min_blocks=1, xh=1)
+    eight = fused.FusedConfig(warps=8, rows_per_stage=8, stages=3, min_blocks=1, xh=1)
+    # every wave streams its own ring: twice the ring bytes of 8 waves
+    assert fused.smem_layout(cfg, 3.0, 16, 1024).tr_bytes == 2 * fused.smem_layout(eight, 3.0, 16, 1024).tr_bytes
+    for M in (1, 4, 8):                                        # never the swapped route
+        assert fused.swap_route(cfg, "nvidia", "mcg", M).swap == 0
+    with pytest.raises(ValueError, match="warps=16"):
+        fused.spec_for("sm_90", 2.0, "mul1", "f16", "f16", cfg, act_quant="int8")
+    with pytest.raises(ValueError, match="1, 2, 4, 8"):
+        fused.FusedConfig(warps=32)
+
+
 def test_prefill_route_variable(monkeypatch):
     monkeypatch.delenv("ESCHA_JIT_PREFILL", raising=False)
     assert env.prefill_route() == "dense"

@@ -25,8 +25,10 @@ from .table import Entry, TuningTable, entry_key, tables, user_table_path
 log = logging.getLogger(__name__)
 DEFAULT_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 # The grid tune() searches: the H200 sweeps (benchmarks/results) found warps, rows per stage, the
-# split count and the XH mode to matter and stages / min_blocks to move times by ~1 %.
-TUNE_GRID = dict(warps=(4, 8), rows=(4, 8, 16), stages=(2, 3), min_blocks=(2,))
+# split count and the XH mode to matter and stages to move times by ~1 %; min_blocks 1 (with 8 or
+# 16 waves) lets a split count of 1 fill the GPU at M = 16 (4096x14336: 0.87-0.93x the time,
+# benchmarks/RESULTS.md session 13). Warps 16 is searched from M = 9 on (candidates.py).
+TUNE_GRID = dict(warps=(4, 8, 16), rows=(4, 8, 16), stages=(2, 3), min_blocks=(1, 2))
 # The A side searched per M when the grid does not name it: the in-kernel prologue repeats the
 # input Hadamard in every column group, which the prep kernel's extra launch beats from M = 8 on
 # (session 6: xh=0 won none of the 62 M = 16 problems).

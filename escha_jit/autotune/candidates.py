@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
-from ..kernels.fused import FusedConfig, FusedLaunch, smem_layout
+from ..kernels.fused import SWAP_MAX_M, FusedConfig, FusedLaunch, smem_layout
 from ..spec import vendor_of
 
 SMEM_CAP = {"sm_90": 227 * 1024, "gfx1201": 64 * 1024}
@@ -44,9 +44,13 @@ def fused_candidates(arch: str, K: float, IC: int, OC: int, M: int, sms: int,
     cap = SMEM_CAP.get(arch, 99 * 1024)
     out = []
     for w, r, st, mb, xm in itertools.product(warps, rows, stages, min_blocks, xh):
+        # 16 waves (two K slices) run the fp16 route only: at M <= 8 NVIDIA takes the swapped route
+        # (1.1-1.6x faster than the fp16 one, session 4), and gfx12's 64 KiB of LDS holds no doubled ring
+        if w > 8 and (M <= SWAP_MAX_M or vendor_of(arch) == "amd"):
+            continue
         threads = 32 * w
         regs_cap = REG_FILE.get(arch, 65536) // (threads * mb)
-        if regs_cap < 64 + 8 * mt * (8 // w):              # accumulators + decode state must fit
+        if regs_cap < 64 + 8 * mt * max(1, 8 // w):        # accumulators + decode state must fit
             continue
         cfg = FusedConfig(warps=w, m_tiles=mt, rows_per_stage=r, stages=st, min_blocks=mb, xh=xm)
         fitting = []

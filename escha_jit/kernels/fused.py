@@ -41,7 +41,8 @@ def _check_field(owner: str, name: str, v, ok, want: str) -> None:
 
 @dataclasses.dataclass(frozen=True)
 class FusedConfig:
-    warps: int = 8            # waves per block (divides 8: each owns 8/warps tile columns)
+    warps: int = 8            # waves per block (divides 8: each owns 8/warps tile columns; 16: two
+                              # waves per tile column split the block's K steps, fp16 route only)
     m_tiles: int = 1          # m16 tiles: M <= 16 * m_tiles
     rows_per_stage: int = 4   # tile rows (16 input features each) per pipeline stage
     stages: int = 3
@@ -58,7 +59,8 @@ class FusedConfig:
     def __post_init__(self):
         # a bad value would otherwise surface as a static_assert of the kernel source at compile time
         flag = (lambda v: v in (0, 1), "0 or 1")
-        for name, (ok, want) in (("warps", (lambda v: v in (1, 2, 4, 8), "1, 2, 4 or 8 (it divides the 8 tile columns)")),
+        for name, (ok, want) in (("warps", (lambda v: v in (1, 2, 4, 8, 16),
+                                            "1, 2, 4, 8 (it divides the 8 tile columns) or 16 (2 K slices)")),
                                  ("m_tiles", (lambda v: v >= 1, ">= 1")), ("rows_per_stage", (lambda v: v >= 1, ">= 1")),
                                  ("stages", (lambda v: v >= 2, ">= 2 (the ring streams stages - 1 steps ahead)")),
                                  ("min_blocks", (lambda v: v >= 1, ">= 1")), ("xh", flag), ("dot", flag), ("swap", flag),
@@ -121,7 +123,8 @@ def smem_layout(cfg: FusedConfig, K: float, M: int, kr: int, i8: bool = False) -
         xs = _align(M * (kr + 16) * 4) + _align(mp * (kr // 128) * 4)   # half2 {x, x} words, mul1's x sums
     else:
         xs = _align(M * (kr + 8) * 2)
-    tr = cfg.stages * cfg.rows_per_stage * 8 * w32 * 4     # warps x private rings of (8/warps) tile columns
+    kw = max(1, cfg.warps // 8)                            # K slices (waves per tile column)
+    tr = cfg.stages * cfg.rows_per_stage * 8 * kw * w32 * 4    # warps x private rings of (8*kw/warps) tile columns
     red = 16 * (COLS + 4) * 4
     ex = _align((mp + 4) * 4 + 64 * cfg.rows_per_stage + 8 * XH_CHUNKS)
     return SmemLayout(xs, xs + tr, xs + tr + red, xs + tr + red + ex, tr)
@@ -140,6 +143,9 @@ def spec_for(arch: str, K: float, codebook: str, in_dtype: str, out_dtype: str, 
              act_quant: Optional[str] = None) -> KernelSpec:
     """The fused kernel ("fused"), or with act_quant='int8' its int8-activation twin ("fused_i8")."""
     check_act_quant(act_quant, codebook)
+    if cfg.warps > 8 and (act_quant or cfg.swap):
+        raise ValueError(f"config {cfg}: warps=16 (two K slices per tile column) is the fp16 route's; "
+                         f"act_quant={act_quant}, swap={cfg.swap}")
     if cfg.dot and act_quant != "int8":
         raise ValueError(f"config {cfg}: dot=1 is a variant of the int8-activation kernels (act_quant='int8')")
     if cfg.swap and not swap_allowed(cfg, vendor_of(arch), codebook, act_quant):
@@ -159,7 +165,7 @@ SWAP_MAX_M = 8
 
 def swap_allowed(cfg: FusedConfig, vendor: str, codebook: str, act_quant: Optional[str] = None) -> bool:
     return (vendor == "nvidia" and codebook in SWAP_CODEBOOKS and act_quant is None and cfg.m_tiles == 1
-            and not cfg.dot)
+            and not cfg.dot and cfg.warps <= 8)
 
 
 def swap_route(cfg: FusedConfig, vendor: str, codebook: str, M: int, act_quant: Optional[str] = None) -> FusedConfig:

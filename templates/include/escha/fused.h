@@ -87,14 +87,19 @@ template <int K2, int CB, typename in_t, typename out_t, int WARPS, int MT, int 
 struct FusedLinear {
     static constexpr int COLS = 128;                   // output columns per block (one Hadamard block)
     static constexpr int TILES_N = COLS / 16;           // 8 tile columns per block
-    static constexpr int TPW = TILES_N / WARPS;         // tile columns per wave
+    // WARPS = 16 (fp16 route): KW = 2 waves per tile column, each taking every other step of the
+    // block's K range (K slice = wave / CW); their sums meet in shared memory in the epilogue. More
+    // waves per SM without a second split-K partial set (one block per SM at M = 16).
+    static constexpr int KW = WARPS > TILES_N ? WARPS / TILES_N : 1;
+    static constexpr int CW = WARPS / KW;               // waves across the tile columns
+    static constexpr int TPW = TILES_N / CW;            // tile columns per wave
     static constexpr int W32 = Rate<K2>::W32;
     static constexpr int MP = 16 * MT;                  // padded rows
     static constexpr int SLOT_WORDS = RB * TPW * W32;            // one pipeline stage of one wave
     static constexpr int RING_WORDS = STAGES * SLOT_WORDS;        // one wave's ring
     static constexpr int PIECES = SLOT_WORDS / 4;                 // 16-byte pieces of a stage of a wave
     static constexpr int PER_LANE = (PIECES + ESCHA_WAVE - 1) / ESCHA_WAVE;
-    static_assert(TILES_N % WARPS == 0, "WARPS must divide 8");
+    static_assert(TILES_N % CW == 0 && WARPS % KW == 0, "WARPS must divide 8, or be 16");
     static_assert(SLOT_WORDS % 4 == 0, "stages are copied in 16-byte pieces");
     static_assert(TR_BYTES == WARPS * RING_WORDS * 4, "host and kernel disagree on the trellis ring size");
     static constexpr int RED_LD = COLS + 4;
@@ -110,6 +115,7 @@ struct FusedLinear {
     static_assert(!SW, "the swapped route is NVIDIA's (gfx12's WMMA would take 2 instructions per tile)");
 #endif
     static constexpr bool WORDS = I8 || SW;            // the A side lives as one u32 word per x element
+    static_assert(KW == 1 || !WORDS, "K-sliced waves (WARPS = 16): the fp16 route only");
     // XH on sm_90: the A operand arrives in at most XCHUNKS chunks of whole steps (Args::x_chunks;
     // kernels/fused.py smem_layout: 8 bytes of mbarrier per chunk after the zero bytes)
     static constexpr int XCHUNKS = 8;
@@ -142,6 +148,7 @@ struct FusedLinear {
         // 1-3 % faster (benchmarks/RESULTS.md session 6).
         if constexpr (!XH) grid_dependents_launch();
         const int lane = threadIdx.x % ESCHA_WAVE, wave = threadIdx.x / ESCHA_WAVE;
+        const int wcol = wave % CW, kslice = wave / CW;             // tile-column wave, K slice
         const int g = blockIdx.x, split = blockIdx.y;
         const int xs_ld = p.k_split + 8;                            // halves; rows 16-byte aligned
         half_t* xs = reinterpret_cast<half_t*>(smem);               // [M][KR + 8] fp16 A operand
@@ -172,13 +179,14 @@ struct FusedLinear {
         for (int q = 0; q < NW; ++q) lane_words[q] = ring_addr + 4 * dec.word(q);
 
         // The wave's tile rows: step s covers rows row0 + s*RB .. +RB-1 of tile columns
-        // g*8 + wave*TPW .. +TPW-1.
+        // g*8 + wcol*TPW .. +TPW-1; the wave takes steps kslice, kslice + KW, ... (my_steps of them).
         const int k_begin = split * p.k_split;
         const int row0 = k_begin / 16;
         const int steps = p.k_split / (16 * RB);
+        const int my_steps = KW == 1 ? steps : (steps - kslice + KW - 1) / KW;
         const int x_chunk_steps = (steps + p.x_chunks - 1) / p.x_chunks;  // XH: steps per A chunk
         const u32* src0 = reinterpret_cast<const u32*>(p.code) +
-                          ((long long)row0 * tiles_n + g * TILES_N + wave * TPW) * W32;
+                          ((long long)(row0 + kslice * RB) * tiles_n + g * TILES_N + wcol * TPW) * W32;
         // this lane's 16-byte pieces of a stage: shared offset and global offset, fixed per lane
         u32 piece_dst[PER_LANE];
         int piece_src[PER_LANE];
@@ -188,7 +196,7 @@ struct FusedLinear {
             piece_dst[i] = ring_addr + 4 * (r * TPW * W32 + 4 * o);
             piece_src[i] = r * tiles_n * W32 + 4 * o;
         }
-        const long long step_stride = (long long)RB * tiles_n * W32;
+        const long long step_stride = (long long)KW * RB * tiles_n * W32;     // between the wave's steps
 #if defined(ESCHA_AMD) && ESCHA_AMD_STAGED_COPY
         // gfx12 has no asynchronous global -> LDS copy (async_copy16 is synchronous there): the main
         // loop issues the loads of the stage it prefetches into VGPRs before decoding the current
@@ -220,7 +228,7 @@ struct FusedLinear {
 #endif
         #pragma unroll
         for (int s = 0; s < STAGES - 1; ++s) {               // start streaming the weights at once
-            if (s < steps) copy_slot(src0 + s * step_stride, 4u * (u32)(s * SLOT_WORDS), piece_dst, piece_src, lane);
+            if (s < my_steps) copy_slot(src0 + s * step_stride, 4u * (u32)(s * SLOT_WORDS), piece_dst, piece_src, lane);
             async_commit();
         }
         // The layer's scales do not depend on the previous kernel either: fetch the block's rin /
@@ -337,22 +345,31 @@ struct FusedLinear {
 
         // ---- main loop: wave-private pipeline, decode all tiles of a step, then multiply
         RingCursor ring_at(src0, step_stride);
-        for (int step = 0; step < steps; ++step) {
+        for (int i = 0; i < my_steps; ++i) {
+            const int step = KW == 1 ? i : kslice + i * KW;        // the block's step
             async_wait<STAGES - 2>();
             wave_sync();
 #if ESCHA_XH_CHUNKS
-            if (XH && step == x_next) {                       // this step starts an A chunk: wait for it
-                mbar_wait(x_bar, 0);
-                x_bar += 8u;
-                x_next += x_chunk_steps;
+            if constexpr (KW == 1) {
+                if (XH && step == x_next) {                   // this step starts an A chunk: wait for it
+                    mbar_wait(x_bar, 0);
+                    x_bar += 8u;
+                    x_next += x_chunk_steps;
+                }
+            } else {
+                while (XH && step >= x_next) {                // K slices skip steps: every chunk up to it
+                    mbar_wait(x_bar, 0);
+                    x_bar += 8u;
+                    x_next += x_chunk_steps;
+                }
             }
 #endif
 #if defined(ESCHA_AMD) && ESCHA_AMD_STAGED_COPY
             StagedCopy16<PER_LANE> staged;
-            const bool prefetch = step + STAGES - 1 < steps;
+            const bool prefetch = i + STAGES - 1 < my_steps;
             if (prefetch) load_step_regs(ring_at.src, staged);
 #else
-            if (step + STAGES - 1 < steps) copy_slot(ring_at.src, ring_at.write, piece_dst, piece_src, lane);
+            if (i + STAGES - 1 < my_steps) copy_slot(ring_at.src, ring_at.write, piece_dst, piece_src, lane);
 #endif
             async_commit();
             const u32 slot = ring_at.read;
@@ -428,8 +445,14 @@ struct FusedLinear {
                 stage_rows_i8(red, acc[a], q_off + 16 * a * nkb, nkb, lane, wave);
             else if constexpr (SW)
                 stage_rows_sw(red, acc[a], row_exp + 16 * a, q_scale + 16 * a * nkb, nkb, lane, wave);
-            else
-                stage_rows(red, acc[a], row_exp + 16 * a, lane, wave);
+            else {
+                if (kslice == 0) stage_rows(red, acc[a], row_exp + 16 * a, lane, wcol);
+                #pragma unroll
+                for (int ks = 1; ks < KW; ++ks) {           // the other K slices add theirs, in order
+                    __syncthreads();
+                    if (kslice == ks) stage_rows<true>(red, acc[a], row_exp + 16 * a, lane, wcol);
+                }
+            }
             __syncthreads();
             if (S > 1) {                                    // partial -> workspace [S][M][OC]
                 for (int t = threadIdx.x; t < 16 * COLS / 4; t += blockDim.x) {
@@ -857,15 +880,19 @@ struct FusedLinear {
         *reinterpret_cast<u64*>(dst) = bit_cast<u64>(h);
     }
 
-    // One m tile of accumulators (times 2^row_exp) -> shared [16][COLS].
+    // One m tile of accumulators (times 2^row_exp) -> shared [16][COLS] (ADD: added to what is
+    // there, another K slice's sums); wcol: the wave's tile-column index.
+    template <bool ADD = false>
     ESCHA_DEVICE static void stage_rows(float* red, const float (&acc)[TPW][mu::ACC], const int* exps,
-                                        int lane, int wave) {
+                                        int lane, int wcol) {
         #pragma unroll
         for (int b = 0; b < TPW; ++b)
             #pragma unroll
             for (int i = 0; i < mu::ACC; ++i) {
                 const int r = mu::acc_row(lane, i);
-                red[r * RED_LD + (wave * TPW + b) * 16 + mu::acc_col(lane, i)] = acc[b][i] * exp2i(exps[r]);
+                float& d = red[r * RED_LD + (wcol * TPW + b) * 16 + mu::acc_col(lane, i)];
+                const float v = acc[b][i] * exp2i(exps[r]);
+                d = ADD ? d + v : v;
             }
     }
 
