@@ -1,8 +1,8 @@
 """The fused coded linear for small and medium M (templates/fused.hip.j2, include/escha/fused.h):
 specs, tile configurations, the shared-memory formula and the launch heuristic (torch-free).
 
-Compile-time tile configuration (:class:`FusedConfig`): waves per block, m16 tiles, tile rows per
-pipeline stage, stages, minimum resident blocks. Run-time launch parameter (:class:`FusedLaunch`):
+Compile-time tile configuration (:class:`FusedConfig`): waves per block (16: two K slices per tile
+column), m16 tiles, tile rows per pipeline stage, stages, minimum resident blocks. Run-time launch parameter (:class:`FusedLaunch`):
 the split count S (grid.y); each block stages all KR = IC/S of its input features of the M rows
 of x in shared memory.
 The shared-memory layout has ONE formula, :func:`smem_layout`; its compile-time part (the trellis

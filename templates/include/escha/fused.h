@@ -6,7 +6,7 @@
 // Grid: x = OC/128 column groups, y = S splits of the input features. A block of WARPS waves
 // owns 128 output columns (8 tiles) and KR = IC/S input features. It starts streaming the
 // trellis at once: every wave pulls ITS OWN tile columns through a private multi-stage
-// async-copy ring. Meanwhile the block turns its KR features of the M rows of x into the
+// async-copy ring (16 waves: two per tile column, each on every other step of the K range). Meanwhile the block turns its KR features of the M rows of x into the
 // scaled, Hadamard-rotated fp16 A operand in shared memory (one barrier), and then each wave
 // decodes its tiles straight into matrix-unit B fragments and accumulates MT m16 tiles of
 // output in fp32 with no further block barrier until the epilogue.
