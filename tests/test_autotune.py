@@ -224,3 +224,26 @@ def test_prebuild_then_load_without_compiling(tmp_path, monkeypatch, arch):
     missing = model_specs(arch, [LayerShape(128, 128, 7.0, "mcg")], ("f16",))[-1]
     with pytest.raises((CompileForbiddenError, ToolchainUnavailable)):
         compile_spec(missing[0], missing[1], cache=KernelCache(str(out)))
+
+
+def test_tune_skips_candidates_whose_kernels_failed_their_checks(caplog):
+    """tune() drops a candidate when one of the kernels it may run failed its compile checks (here
+    a spill, as the 16-wave K3 mul1 kernel has under NVRTC 13.5), its swapped twin included, and
+    says why; the others stay in the search."""
+    from escha_jit.autotune.measure import Problem, fused_specs, usable
+    p = Problem(4096, 14336, 3.0, "mul1", 16)
+    cands = fused_candidates("sm_90", 3.0, 4096, 14336, 16, 132, warps=(8, 16), rows=(16,), stages=(2,),
+                             min_blocks=(1,), xh=(1,))
+    spilled = {str(s): "spills 16 bytes" for c in cands if c.cfg.warps == 16
+               for s in fused_specs("sm_90", 3.0, "mul1", "f16", c)}
+    with caplog.at_level("WARNING", logger="escha_jit"):
+        kept = usable("sm_90", p, cands, spilled)
+    assert kept == [c for c in cands if c.cfg.warps == 8] and kept
+    assert "spills 16 bytes" in caplog.text and "w16_" in caplog.text
+    # at M = 4 a candidate also runs its swapped twin (kernels.fused.swap_route)
+    p4 = Problem(4096, 4096, 2.0, "mcg", 4)
+    c4 = fused_candidates("sm_90", 2.0, 4096, 4096, 4, 132, warps=(8,), rows=(8,), stages=(2,), min_blocks=(2,),
+                          xh=(0,))
+    twins = {str(fused_specs("sm_90", 2.0, "mcg", "f16", c)[-1]): "no HMMA.16816.F32 in the SASS" for c in c4}
+    assert all("swap1" in k for k in twins) and usable("sm_90", p4, c4, twins) == []
+    assert usable("sm_90", p4, c4, {}) == c4

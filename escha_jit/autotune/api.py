@@ -108,7 +108,7 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
     shipped one) unless ``save`` is False. ``budget_s`` bounds each problem's search; ``grid``
     widens or narrows the searched axes (see tune_grid)."""
     search = tune_grid(grid)
-    from .measure import FusedTimer, Problem, candidate_specs
+    from .measure import FusedTimer, Problem, candidate_specs, usable
     t_start = time.perf_counter()
     dev = device or torch.device("cuda")
     arch = arch_of(dev)
@@ -123,7 +123,8 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
         cands = fused_candidates(arch, p.K, p.IC, p.OC, p.M, sms, **{**search, "xh": xh})
         specs.update(dict(candidate_specs(arch, p.K, p.codebook, DTYPE_NAMES[p.dtype], cands + [_heuristic(p, sms, arch)])))
         timers.append((p, cands, None))
-    compile_all(arch, specs=list(specs.items()), jobs=os.cpu_count())
+    compiled = compile_all(arch, specs=list(specs.items()), jobs=os.cpu_count())
+    unusable = {r.spec: r.error or "; ".join(r.problems) for r in compiled if not r.ok}
     bar.update(f"compiled {len(specs)} specializations")
     table = TuningTable({"device": torch.cuda.get_device_name(dev), "arch": arch, "sm_count": sms,
                          "toolchain": _toolchain_id(arch), "package_version": __version__,
@@ -135,7 +136,7 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
         timer = FusedTimer(p, dev)
         heur = _heuristic(p, sms, arch)
         t_heur = timer(heur, 15)
-        rep = successive_halving(cands, timer, budget_s=budget_s, describe=Candidate.key)
+        rep = successive_halving(usable(arch, p, cands, unusable), timer, budget_s=budget_s, describe=Candidate.key)
         best = rep.best
         key = entry_key("fused", p.K, p.codebook, p.IC, p.OC, DTYPE_NAMES[p.dtype], p.M)
         if best is None or best.seconds > t_heur:         # never record something slower than the heuristic

@@ -3,9 +3,10 @@ over distinct weight copies, more bytes than L2; median of replays; random input
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 import statistics
-from typing import Callable, Optional, Sequence
+from typing import Callable, Mapping, Optional, Sequence
 
 import torch
 
@@ -16,6 +17,7 @@ from ..reference import LinearWeights
 from ..trellis import tile_words
 from .candidates import Candidate
 
+log = logging.getLogger(__name__)
 L2_BYTES = 60 << 20
 
 
@@ -73,18 +75,37 @@ def time_chain(calls: Sequence[Callable[[], None]], repeats: int) -> float:
     return statistics.median(times)
 
 
-def candidate_specs(arch: str, K: float, codebook: str, dtype: str, cands: Sequence[Candidate]):
-    """(spec, render extras) of every kernel the candidates need (fused variants, their swapped
-    twins that dispatch may route to (kernels.fused.swap_route), prep)."""
-    from ..kernels import prep
+def fused_specs(arch: str, K: float, codebook: str, dtype: str, c: Candidate) -> list:
+    """The fused kernels a candidate may run: its config and the swapped twin that dispatch may
+    route it to (kernels.fused.swap_route)."""
     from ..kernels.registry import with_swap
+    return [spec_for(arch, K, codebook, dtype, dtype, cfg) for cfg in with_swap(c.cfg, arch, codebook)]
+
+
+def candidate_specs(arch: str, K: float, codebook: str, dtype: str, cands: Sequence[Candidate]):
+    """(spec, render extras) of every kernel the candidates need (fused_specs of each, prep)."""
+    from ..kernels import prep
     ps = prep.spec_for(arch, dtype)
     out = {ps: prep.render_extra(ps)}
     for c in cands:
-        for cfg in with_swap(c.cfg, arch, codebook):
-            s = spec_for(arch, K, codebook, dtype, dtype, cfg)
+        for s in fused_specs(arch, K, codebook, dtype, c):
             out[s] = render_extra(s)
     return list(out.items())
+
+
+def usable(arch: str, p: Problem, cands: Sequence[Candidate], unusable: Mapping[str, str]) -> list[Candidate]:
+    """The candidates none of whose fused kernels is in ``unusable`` (str(spec) -> why: a compile
+    error or a failed code-object check, e.g. spills, which make a kernel slow and which CI rejects
+    in a shipped table); each one dropped is logged with the reason."""
+    keep = []
+    for c in cands:
+        why = next((unusable[str(s)] for s in fused_specs(arch, p.K, p.codebook, DTYPE_NAMES[p.dtype], c)
+                    if str(s) in unusable), None)
+        if why is None:
+            keep.append(c)
+        else:
+            log.warning("tune %s: candidate %s skipped: %s", p, c.key(), why)
+    return keep
 
 
 class FusedTimer:
