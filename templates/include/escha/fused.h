@@ -6,7 +6,8 @@
 // Grid: x = OC/128 column groups, y = S splits of the input features. A block of WARPS waves
 // owns 128 output columns (8 tiles) and KR = IC/S input features. It starts streaming the
 // trellis at once: every wave pulls ITS OWN tile columns through a private multi-stage
-// async-copy ring (16 waves: two per tile column, each on every other step of the K range). Meanwhile the block turns its KR features of the M rows of x into the
+// async-copy ring (16 waves: two per tile column, each on every other step of the K range).
+// Meanwhile the block turns its KR features of the M rows of x into the
 // scaled, Hadamard-rotated fp16 A operand in shared memory (one barrier), and then each wave
 // decodes its tiles straight into matrix-unit B fragments and accumulates MT m16 tiles of
 // output in fp32 with no further block barrier until the epilogue.
@@ -183,6 +184,7 @@ struct FusedLinear {
         const int k_begin = split * p.k_split;
         const int row0 = k_begin / 16;
         const int steps = p.k_split / (16 * RB);
+        // (KW == 1 spelled out here and for the step below: the compiler cannot see kslice is 0 then)
         const int my_steps = KW == 1 ? steps : (steps - kslice + KW - 1) / KW;
         const int x_chunk_steps = (steps + p.x_chunks - 1) / p.x_chunks;  // XH: steps per A chunk
         const u32* src0 = reinterpret_cast<const u32*>(p.code) +
