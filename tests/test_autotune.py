@@ -170,7 +170,7 @@ def test_tune_grid_overrides_and_checks():
     with pytest.raises(ValueError, match="axis 'xh'.*FusedConfig.xh=2"):
         tune_grid({"xh": (1, 2)})
     # the candidates of a widened grid carry its values
-    cands = fused_candidates("sm_90", 2.0, 8192, 28672, 16, 132, **g, xh=(1,))
+    cands = fused_candidates("sm_90", 2.0, 8192, 28672, 16, 132, **{**g, "xh": (1,)})
     assert {c.cfg.rows_per_stage for c in cands} == {8, 16, 32}
 
 

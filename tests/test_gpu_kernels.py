@@ -327,6 +327,11 @@ def test_fused_writes_into_column_slice():
     (F.FusedConfig(warps=16, m_tiles=1, rows_per_stage=16, stages=2, min_blocks=1, xh=1), F.FusedLaunch(2), 16),
     (F.FusedConfig(warps=16, m_tiles=1, rows_per_stage=8, stages=3, min_blocks=1, xh=1), F.FusedLaunch(1), 13),
     (F.FusedConfig(warps=16, m_tiles=1, rows_per_stage=8, stages=2, min_blocks=1), F.FusedLaunch(8), 3),
+    # the in-kernel prologue at M = 16 (the shipped 4096x4096 M = 16 entries, session 14): 16 waves
+    # (each K slice rotating its own steps' rows) and 8
+    (F.FusedConfig(warps=16, m_tiles=1, rows_per_stage=16, stages=2, min_blocks=1, xh=0), F.FusedLaunch(4), 16),
+    (F.FusedConfig(warps=16, m_tiles=1, rows_per_stage=16, stages=3, min_blocks=1, xh=0), F.FusedLaunch(1), 15),
+    (F.FusedConfig(warps=8, m_tiles=1, rows_per_stage=16, stages=2, min_blocks=2, xh=0), F.FusedLaunch(2), 16),
 ])
 @pytest.mark.parametrize("K,cb", [(3.0, "mcg"), (2.0, "mul1"), (4.0, "3inst")])
 def test_fused_tile_configs(cfg, launch, M, K, cb):

@@ -27,18 +27,17 @@ DEFAULT_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 # The grid tune() searches: the H200 sweeps (benchmarks/results) found warps, rows per stage, the
 # split count and the XH mode to matter and stages to move times by ~1 %; min_blocks 1 (with 8 or
 # 16 waves) lets a split count of 1 fill the GPU at M = 16 (4096x14336: 0.87-0.93x the time,
-# benchmarks/RESULTS.md session 13). Warps 16 is searched from M = 9 on (candidates.py).
-TUNE_GRID = dict(warps=(4, 8, 16), rows=(4, 8, 16), stages=(2, 3), min_blocks=(1, 2))
-# The A side searched per M when the grid does not name it: the in-kernel prologue repeats the
-# input Hadamard in every column group, which the prep kernel's extra launch beats from M = 8 on
-# (session 6: xh=0 won none of the 62 M = 16 problems).
-XH_BY_M = ((4, (0, 1)), (MAX_M, (1,)))
-GRID_AXES = (*TUNE_GRID, "xh")      # what tune_grid's overrides may name
+# benchmarks/RESULTS.md session 13). Warps 16 is searched from M = 9 on (candidates.py). Both A
+# sides at every M: the in-kernel prologue (xh 0) repeats the input Hadamard in every column
+# group, the prep kernel (xh 1) costs a launch; at M = 16 the first wins on 4096x4096 and smaller
+# shapes (with 16 waves sharing it), the second on the wider ones (session 14).
+TUNE_GRID = dict(warps=(4, 8, 16), rows=(4, 8, 16), stages=(2, 3), min_blocks=(1, 2), xh=(0, 1))
+GRID_AXES = tuple(TUNE_GRID)        # what tune_grid's overrides may name
 
 
 def tune_grid(overrides: Optional[Mapping[str, Sequence[int]]] = None) -> dict:
     """The grid tune() searches: TUNE_GRID with the axes named in ``overrides`` (warps, rows,
-    stages, min_blocks, and xh - by default chosen per M, XH_BY_M) replaced, e.g.
+    stages, min_blocks, xh) replaced, e.g.
     ``{"rows": (8, 16, 32)}``; each value is checked as FusedConfig checks it (ValueError naming
     the axis)."""
     grid = dict(TUNE_GRID)
@@ -119,8 +118,7 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
     bar = Progress(len(problems) + 1, "tune", enabled=progress)
     timers, specs = [], {}
     for p in problems:
-        xh = search.get("xh") or next(v for m, v in XH_BY_M if p.M <= m)
-        cands = fused_candidates(arch, p.K, p.IC, p.OC, p.M, sms, **{**search, "xh": xh})
+        cands = fused_candidates(arch, p.K, p.IC, p.OC, p.M, sms, **search)
         specs.update(dict(candidate_specs(arch, p.K, p.codebook, DTYPE_NAMES[p.dtype], cands + [_heuristic(p, sms, arch)])))
         timers.append((p, cands, None))
     compiled = compile_all(arch, specs=list(specs.items()), jobs=os.cpu_count())
