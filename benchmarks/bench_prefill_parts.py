@@ -41,15 +41,18 @@ def main(argv=None):
     args = ap.parse_args(argv)
     dev = torch.device("cuda")
     rows = []
+    pk16, pkb = prep_kernel(dev, "f16"), prep_kernel(dev, "bf16")
+    rs_spec = rowscale.spec_in(arch_of(dev), "bf16")
+    rs = kernel_for(rs_spec, dev, rowscale.ARGS_IN, rowscale.render_extra(rs_spec))
+
+    def stream() -> int:                          # the capturing stream, at capture time
+        return torch.cuda.current_stream(dev).cuda_stream
     for IC, OC in SHAPES:
         w = random_layers(IC, OC, args.K, args.codebook, 1, dev)[0]
         W = torch.empty(IC, OC, dtype=torch.float16, device=dev)
         us_d = timed(lambda: dense_weight(w, torch.float16, out=W))
         Wt = W.t().contiguous()
         Wb, Wbt = W.bfloat16(), Wt.bfloat16()
-
-        def stream() -> int:                      # the capturing stream, at capture time
-            return torch.cuda.current_stream(dev).cuda_stream
         for M in [int(m) for m in args.ms.split(",")]:
             x = torch.randn(M, IC, device=dev).half()
             xb = x.bfloat16()
@@ -57,9 +60,6 @@ def main(argv=None):
             yb = torch.empty(M, OC, device=dev, dtype=torch.bfloat16)
             xh = torch.empty(M, IC, device=dev, dtype=torch.float16)
             ex = torch.empty(M, device=dev, dtype=torch.int32)
-            pk16, pkb = prep_kernel(dev, "f16"), prep_kernel(dev, "bf16")
-            rs_spec = rowscale.spec_in(arch_of(dev), "bf16")
-            rs = kernel_for(rs_spec, dev, rowscale.ARGS_IN, rowscale.render_extra(rs_spec))
             t = dict(
                 dense_us=us_d,
                 prep_f16_us=timed(lambda: run_prep(pk16, x, w, xh, ex, stream())),
