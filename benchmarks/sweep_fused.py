@@ -16,9 +16,9 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from escha_jit.kernels.fused import default_config, default_launch  # noqa: E402
 from escha_jit.offline import compile_all  # noqa: E402
 from escha_jit.ops.common import arch_of  # noqa: E402
+from escha_jit.autotune.api import heuristic_candidate  # noqa: E402
 from escha_jit.autotune.candidates import Candidate, fused_candidates  # noqa: E402
 from escha_jit.autotune.measure import FusedTimer, Problem  # noqa: E402
 from escha_jit.autotune.search import successive_halving  # noqa: E402
@@ -60,7 +60,7 @@ def main(argv=None):
           f"({sum(1 for r in rows if not r.ok)} not ok)", flush=True)
     results = []
     for p, cands, timer in plan:
-        d = Candidate(default_config(p.M), default_launch(default_config(p.M), p.K, p.IC, p.OC, p.M, sms))
+        d = heuristic_candidate(p, sms, arch)
         t_def = timer(d, 15)
         rep = successive_halving(cands, timer, budget_s=args.budget, describe=Candidate.key)
         w = p.IC * p.OC

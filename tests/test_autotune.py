@@ -247,3 +247,59 @@ def test_tune_skips_candidates_whose_kernels_failed_their_checks(caplog):
     twins = {str(fused_specs("sm_90", 2.0, "mcg", "f16", c)[-1]): "no HMMA.16816.F32 in the SASS" for c in c4}
     assert all("swap1" in k for k in twins) and usable("sm_90", p4, c4, twins) == []
     assert usable("sm_90", p4, c4, {}) == c4
+
+
+def _tuned_sm90_entries():
+    from escha_jit.autotune.table import TuningTable
+    path = os.path.join(os.path.dirname(__file__), "..", "tuning", "sm_90.json")
+    return TuningTable.load(path)
+
+
+def _untuned_choice(K, cb, IC, OC, M, sms=132):
+    from escha_jit.kernels.fused import default_config_for, default_launch, swap_route
+    cfg = default_config_for(K, cb, IC, OC, M, sms)
+    routed = swap_route(cfg, "nvidia", cb, M)
+    return cfg, default_launch(routed, K, IC, OC, M, sms)
+
+
+def test_untuned_choice_follows_the_h200_table():
+    """The untuned heuristic (NVIDIA, M <= 16) picks the tuned table's waves, split and A-operand
+    source on most of the table's problems: the model it uses was read off that table, and a change
+    to either that drifts apart shows here. Spot checks of the shapes that motivated it."""
+    table = _tuned_sm90_entries()
+    same = total = 0
+    for key, e in table.entries.items():
+        op, rate, cb, shape, _, bucket = key.split("|")             # fused|K2p5|mcg|4096x4096|f16|M16
+        IC, OC = (int(v) for v in shape.split("x"))
+        cfg, launch = _untuned_choice(float(rate[1:].replace("p", ".")), cb, IC, OC, int(bucket[1:]))
+        total += 1
+        same += (cfg.warps, cfg.xh, launch.splits) == (e.cfg.warps, e.cfg.xh, e.launch.splits)
+    assert total >= 150 and same >= 0.65 * total, (same, total)
+    # 4096x14336 at M = 16: 112 column groups of 16 waves and no split (the old rule: 8 waves, S = 8)
+    cfg, launch = _untuned_choice(2.0, "mcg", 4096, 14336, 16)
+    assert (cfg.warps, cfg.min_blocks, cfg.xh, launch.splits) == (16, 1, 1, 1)
+    # 4096x4096 at M = 16: 8 items per wave, rotated in the kernel, 4 splits fill 128 SMs
+    cfg, launch = _untuned_choice(2.0, "mcg", 4096, 4096, 16)
+    assert (cfg.warps, cfg.xh, launch.splits) == (16, 0, 4)
+    # 8192x28672 at M = 4: 224 column groups x 4 rows -> the prep kernel and 4-wave blocks
+    cfg, launch = _untuned_choice(2.0, "mcg", 8192, 28672, 4)
+    assert (cfg.warps, cfg.xh) == (4, 1)
+
+
+@pytest.mark.parametrize("M", [1, 3, 8, 9, 16])
+@pytest.mark.parametrize("IC,OC", [(128, 128), (384, 640), (2944, 2944), (3584, 18944), (18944, 3584),
+                                   (5120, 13824), (8192, 8192), (128, 28672)])
+def test_untuned_choice_is_shipped_and_launchable(M, IC, OC):
+    """Whatever the heuristic picks is one of the shipped configurations (CI compiles those), tiles
+    IC, and fits the shared memory a block may take; IC = 128 / 2944 (no 16-row stages) falls back
+    to the shape-free default."""
+    from escha_jit.kernels import fused
+    for K, cb in ((2.0, "mcg"), (4.0, "mul1"), (8.0, "3inst")):
+        cfg, launch = _untuned_choice(K, cb, IC, OC, M)
+        assert cfg in fused.default_configs(M)
+        kr = IC // launch.splits
+        assert IC % launch.splits == 0 and kr % (16 * cfg.rows_per_stage) == 0
+        routed = fused.swap_route(cfg, "nvidia", cb, M)
+        assert smem_layout(routed, K, M, kr).total <= 227 * 1024
+        if IC % 256:
+            assert cfg == fused.default_config(M)

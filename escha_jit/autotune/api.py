@@ -12,7 +12,7 @@ from typing import Iterable, Mapping, Optional, Sequence
 import torch
 
 from .. import __version__
-from ..kernels.fused import MAX_M, FusedConfig, default_config, default_launch
+from ..kernels.fused import MAX_M, FusedConfig, default_config_for, default_launch, swap_route
 from ..nn import EschaLinear
 from ..offline import compile_all
 from ..ops.common import DTYPE_NAMES, arch_of
@@ -119,7 +119,7 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
     timers, specs = [], {}
     for p in problems:
         cands = fused_candidates(arch, p.K, p.IC, p.OC, p.M, sms, **search)
-        specs.update(dict(candidate_specs(arch, p.K, p.codebook, DTYPE_NAMES[p.dtype], cands + [_heuristic(p, sms, arch)])))
+        specs.update(dict(candidate_specs(arch, p.K, p.codebook, DTYPE_NAMES[p.dtype], cands + [heuristic_candidate(p, sms, arch)])))
         timers.append((p, cands, None))
     compiled = compile_all(arch, specs=list(specs.items()), jobs=os.cpu_count())
     unusable = {r.spec: r.error or "; ".join(r.problems) for r in compiled if not r.ok}
@@ -132,7 +132,7 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
     for p, cands, _ in timers:
         t0 = time.perf_counter()
         timer = FusedTimer(p, dev)
-        heur = _heuristic(p, sms, arch)
+        heur = heuristic_candidate(p, sms, arch)
         t_heur = timer(heur, 15)
         rep = successive_halving(usable(arch, p, cands, unusable), timer, budget_s=budget_s, describe=Candidate.key)
         best = rep.best
@@ -164,11 +164,14 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
     return TuneReport(arch, rows, path, time.perf_counter() - t_start)
 
 
-def _heuristic(p, sms, arch: str = "sm_90") -> Candidate:
+def heuristic_candidate(p, sms: int, arch: str = "sm_90") -> Candidate:
+    """What an untuned call of problem ``p`` runs (the config and launch of ops/fused.py plan_for)."""
     from ..kernels.fused import SMEM_BUDGET
     from ..spec import vendor_of
-    cfg = default_config(p.M, vendor_of(arch))
-    return Candidate(cfg, default_launch(cfg, p.K, p.IC, p.OC, p.M, sms, smem_cap=SMEM_BUDGET[vendor_of(arch)]))
+    vendor = vendor_of(arch)
+    cfg = default_config_for(p.K, p.codebook, p.IC, p.OC, p.M, sms, vendor, SMEM_BUDGET[vendor])
+    routed = swap_route(cfg, vendor, p.codebook, p.M)            # the launch is sized for the route it runs
+    return Candidate(cfg, default_launch(routed, p.K, p.IC, p.OC, p.M, sms, smem_cap=SMEM_BUDGET[vendor], vendor=vendor))
 
 
 def _toolchain_id(arch: str) -> str:

@@ -61,7 +61,7 @@ def model_specs(arch: str, shapes: Iterable[LayerShape], dtypes: Sequence[str] =
                 s = gemm.spec_for(arch, sh.K, sh.codebook, dt)
                 add(s, gemm.render_extra(s))
         for sh in shapes:
-            cfgs = list(fused_default_configs(vendor_of(arch)))
+            cfgs = list(fused_default_configs(vendor_of(arch), sh.codebook, sh.K))
             if table is not None:
                 for M in M_BUCKETS:
                     e = table.entries.get(entry_key("fused", sh.K, sh.codebook, sh.IC, sh.OC, dt, M))

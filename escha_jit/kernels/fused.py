@@ -12,6 +12,7 @@ size the launch and to filter tuning candidates.
 from __future__ import annotations
 
 import dataclasses
+import math
 import numbers
 from typing import Optional
 
@@ -211,7 +212,8 @@ def default_config_i8(M: int, vendor: str = "nvidia") -> FusedConfig:
 
 
 def default_config(M: int, vendor: str = "nvidia") -> FusedConfig:
-    """Untuned default configuration for M rows on a vendor's GPUs (the tuned table overrides it).
+    """The shape-free default configuration for M rows: AMD's, NVIDIA's above M = 16, and NVIDIA's
+    fallback at M <= 16 where :func:`default_config_for`'s 16-row stages do not tile the input.
 
     NVIDIA (from the H200 sweeps, benchmarks/results): 4 waves x 2 tile columns up to M = 8,
     8 waves above; 8 tile rows per stage, 3 stages; the prep kernel from M = 9.
@@ -224,6 +226,83 @@ def default_config(M: int, vendor: str = "nvidia") -> FusedConfig:
     # and hold fewer decoded tiles at once (rows_per_stage 4)
     return FusedConfig(warps=4 if M <= 8 else 8, m_tiles=mt, rows_per_stage=8 if mt <= 4 else 4, stages=3,
                        min_blocks=1 if mt >= 8 else 2, xh=1 if M >= XH_MIN_M else 0)
+
+
+# NVIDIA's untuned configurations for M <= 16, read off the H200's tuned table (tuning/sm_90.json:
+# 16 tile rows per stage and 2 stages win most of its problems). M <= 8 (the swapped route): 8 waves
+# with the in-kernel prologue, or, once M x column groups reaches 1.5 per SM, 4 waves fed by the prep
+# kernel (the in-kernel prologue's work is repeated by every column group). M = 9..16 (the fp16
+# route): 16 waves (two K slices) at one block per SM, or 8 waves at two.
+_SMALL_M = {
+    "w8": FusedConfig(warps=8, m_tiles=1, rows_per_stage=16, stages=2, min_blocks=2, xh=0),
+    "w4": FusedConfig(warps=4, m_tiles=1, rows_per_stage=16, stages=2, min_blocks=2, xh=1),
+}
+_MID_M = {
+    "w8": FusedConfig(warps=8, m_tiles=1, rows_per_stage=16, stages=2, min_blocks=2, xh=1),
+    "w16": FusedConfig(warps=16, m_tiles=1, rows_per_stage=16, stages=2, min_blocks=1, xh=0),
+    "w16x": FusedConfig(warps=16, m_tiles=1, rows_per_stage=16, stages=2, min_blocks=1, xh=1),
+}
+# the fp16 route rotates x in the kernel while a wave has at most this many (row, 128-feature) items
+# (one batch of fused.h's rotated_items); past that the prep kernel is cheaper (H200 table:
+# 4096x4096 M = 16 at 8 items per wave rotates in the kernel, 14336x4096 at 28 does not)
+XH_MAX_ITEMS_PER_WAVE = 8
+
+
+def default_configs(M: int, vendor: str = "nvidia", codebook: Optional[str] = None,
+                    K: Optional[float] = None) -> list[FusedConfig]:
+    """Every configuration the untuned choice (:func:`default_config_for`) may give M rows of a
+    codebook's layers at rate K (None: any codebook / rate): what kernels/registry.py ships and CI
+    compiles."""
+    if vendor == "amd" or M > 16:
+        return [default_config(M, vendor)]
+    table = _SMALL_M if M <= 8 else _MID_M
+    return [c for c in table.values() if codebook is None or _default_allowed(c, codebook, K)] + [default_config(M, vendor)]
+
+
+# 16 waves fed by the prep kernel spill 8-32 bytes on mul1 at these rates under NVRTC 13.5 (its x
+# sums; 128 registers at 512 threads), and CI rejects spills: those layers take 8 waves instead
+_W16X_MUL1_SPILLS = (1.5, 3.0, 5.0, 6.0, 7.0)
+
+
+def _default_allowed(cfg: FusedConfig, codebook: Optional[str], K: Optional[float] = None) -> bool:
+    return not (cfg is _MID_M["w16x"] and codebook == "mul1" and (K is None or K in _W16X_MUL1_SPILLS))
+
+
+def default_config_for(K: float, codebook: str, IC: int, OC: int, M: int, sms: int,
+                       vendor: str = "nvidia", smem_cap: int = SMEM_BUDGET["nvidia"]) -> FusedConfig:
+    """The untuned configuration of one problem (the tuned table overrides it).
+
+    NVIDIA, M <= 16: of :data:`_SMALL_M` / :data:`_MID_M` and :func:`default_config`, the one whose
+    launch (:func:`default_launch`) the SM-balance model (:func:`_modeled_time`) rates fastest;
+    at M = 9..16 with 16 waves the in-kernel prologue when a wave rotates at most
+    :data:`XH_MAX_ITEMS_PER_WAVE` items. AMD, M > 16, and where IC admits no 16-row stages:
+    :func:`default_config`."""
+    fallback = default_config(M, vendor)
+    if vendor != "nvidia" or M > 16:
+        return fallback
+    # the shape-free default (8 rows x 3 stages) is an option too, where its A-operand source agrees:
+    # it wins where blocks are short and many (e.g. 18944x3584 at M <= 4: 37 splits of 512 features)
+    if M <= 8 and M * (OC // COLS) >= 1.5 * sms:
+        options = [_SMALL_M["w4"]]
+    elif M <= 8:
+        options = [_SMALL_M["w8"], fallback]
+    else:
+        options = [_MID_M["w8"], _MID_M["w16"], fallback]     # ties (several rounds of blocks): 8 waves
+    best = None
+    for cfg in options:
+        routed = swap_route(cfg, vendor, codebook, M)
+        S = _balanced_splits(routed, K, IC, OC, M, sms, smem_cap)
+        if S is None:
+            continue
+        t = _modeled_time(routed, K, IC, OC, M, S, sms)
+        if best is None or t < 0.999 * best[0]:
+            best = (t, cfg, S)
+    if best is None:
+        return fallback
+    _, cfg, S = best
+    if cfg.warps == 16 and M * (IC // S // 128) > XH_MAX_ITEMS_PER_WAVE * cfg.warps:
+        cfg = _MID_M["w16x"] if _default_allowed(_MID_M["w16x"], codebook, K) else _MID_M["w8"]
+    return cfg
 
 
 def _amd_default_config(M: int) -> FusedConfig:
@@ -250,15 +329,55 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
+SM_SMEM = 228 * 1024     # shared memory of one H100 / H200 SM (each resident block also reserves 1 KiB)
+
+
+def _fitting_splits(cfg: FusedConfig, K: float, IC: int, M: int, smem_cap: int, i8: bool = False) -> list[int]:
+    return [d for d in _divisors(IC // 128)
+            if IC // d % (16 * cfg.rows_per_stage) == 0 and smem_layout(cfg, K, M, IC // d, i8).total <= smem_cap]
+
+
+def _modeled_time(cfg: FusedConfig, K: float, IC: int, OC: int, M: int, S: int, sms: int) -> float:
+    """Relative time of a launch on an NVIDIA GPU, from how its blocks spread over the SMs (fitted to
+    the H200's tuned table and to tuner runs on shapes outside it, benchmarks/bench_heuristic.py).
+
+    The busiest SM runs ceil(blocks / SMs) blocks of IC/S features each, plus a fixed cost per block
+    worth 512 features (prologue, pipeline fill, epilogue) that the SM's other resident blocks hide
+    in proportion to their number. The kernels take ~110 registers, so ~16 waves fit an SM whatever
+    the block size, and an SM with fewer resident waves issues proportionally slower (the decode is
+    bound by integer issue, ~4 waves per scheduler). Each doubling of S costs 2 % (4 % at M > 8,
+    where the partials are larger): the split-K publication and the last block's sum."""
+    blocks = (OC // COLS) * S
+    per_sm = -(-blocks // sms)
+    smem = smem_layout(cfg, K, M, IC // S).total
+    slots = max(1, min(max(cfg.min_blocks, 16 // cfg.warps), SM_SMEM // (smem + 1024)))
+    resident = min(per_sm, slots)
+    issue = min(1.0, resident * cfg.warps / 16)
+    return per_sm * (IC // S + 512 / resident) / issue * (1 + 0.02 * math.log2(S) * (2 if M > 8 else 1))
+
+
+def _balanced_splits(cfg: FusedConfig, K: float, IC: int, OC: int, M: int, sms: int,
+                     smem_cap: int) -> Optional[int]:
+    """The split the model rates fastest (ties: the fewest splits); None if none fits. A block alone
+    on its SM (min_blocks 1) may take all of the SM's shared memory (227 KiB)."""
+    best = None
+    for S in _fitting_splits(cfg, K, IC, M, smem_cap if cfg.min_blocks > 1 else max(smem_cap, 227 * 1024)):
+        t = _modeled_time(cfg, K, IC, OC, M, S, sms)
+        if best is None or t < 0.999 * best[0]:
+            best = (t, S)
+    return None if best is None else best[1]
+
+
 def default_launch(cfg: FusedConfig, K: float, IC: int, OC: int, M: int, sms: int,
-                   smem_cap: int = 200 * 1024, i8: bool = False) -> FusedLaunch:
-    """Heuristic: the fewest splits that give 3.5+ blocks per SM and fit shared memory."""
-    groups = OC // COLS
-    blocks128 = IC // 128
-    fitting = [d for d in _divisors(blocks128)
-               if IC // d % (16 * cfg.rows_per_stage) == 0 and smem_layout(cfg, K, M, IC // d, i8).total <= smem_cap]
+                   smem_cap: int = 200 * 1024, i8: bool = False, vendor: str = "nvidia") -> FusedLaunch:
+    """The untuned split count. NVIDIA, M <= 16, fp16 activations: the split the SM-balance model
+    (:func:`_modeled_time`) rates fastest. Elsewhere: the fewest splits that give 3.5+ blocks per SM."""
+    fitting = _fitting_splits(cfg, K, IC, M, smem_cap, i8)
     if not fitting:
         raise ValueError(f"no split of IC={IC} fits shared memory for M={M} with {cfg}")
+    if vendor == "nvidia" and M <= 16 and not i8:
+        return FusedLaunch(_balanced_splits(cfg, K, IC, OC, M, sms, smem_cap))
+    groups = OC // COLS
     for d in fitting:
         if 2 * groups * d >= 7 * sms:
             return FusedLaunch(d)

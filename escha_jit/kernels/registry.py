@@ -17,23 +17,24 @@ DTYPES = ("f16", "bf16", "f32")
 FUSED_DTYPES = ("f16", "bf16")
 
 
-def _distinct_configs(config_for, max_m: int, vendor: str) -> list:
+def _distinct_configs(configs_for, max_m: int) -> list:
     seen = []
     for M in range(1, max_m + 1):
-        c = config_for(M, vendor)
-        if c not in seen:
-            seen.append(c)
+        for c in configs_for(M):
+            if c not in seen:
+                seen.append(c)
     return seen
 
 
-def fused_default_configs(vendor: str = "nvidia") -> list:
-    """The distinct default fused configurations over every M the fused kernel takes."""
-    return _distinct_configs(fused.default_config, fused.MAX_M, vendor)
+def fused_default_configs(vendor: str = "nvidia", codebook: Optional[str] = None, K: Optional[float] = None) -> list:
+    """The distinct untuned fused configurations (fused.default_configs) over every M the fused
+    kernel takes, for a codebook's layers at rate K (None: any)."""
+    return _distinct_configs(lambda M: fused.default_configs(M, vendor, codebook, K), fused.MAX_M)
 
 
 def fused_i8_default_configs(vendor: str = "nvidia") -> list:
     """The distinct default configurations of the int8-activation kernels (M <= I8_MAX_M)."""
-    return _distinct_configs(fused.default_config_i8, fused.I8_MAX_M, vendor)
+    return _distinct_configs(lambda M: [fused.default_config_i8(M, vendor)], fused.I8_MAX_M)
 
 
 def with_swap(cfg, arch: str, codebook: str) -> list:
@@ -120,11 +121,10 @@ def shipped_specs(arch: str, full: bool = True) -> Iterator[tuple[KernelSpec, di
     for dt in DTYPES:                                 # prep: the fused kernel's fp16 / bf16, the GEMM's f32 too
         s = prep.spec_for(arch, dt)
         yield s, prep.render_extra(s)
-    configs = fused_default_configs(vendor_of(arch))
     seen = set()
     for K, cb in pairs:
         for dt in FUSED_DTYPES:
-            for i, cfg in enumerate(configs):
+            for i, cfg in enumerate(fused_default_configs(vendor_of(arch), cb, K)):
                 if not full and (K != 4.0 or dt != "f16" or i != 0):
                     continue
                 if not fused_fits(arch, cfg, K):

@@ -9,7 +9,7 @@ import torch
 
 from ..kernels import prep
 from ..kernels.fused import (ARGS, COLS, I8_MAX_M, MAX_M, SMEM_BUDGET, FusedConfig, FusedLaunch, check_act_quant,
-                             default_config, default_config_i8, default_launch, render_extra, smem_layout, spec_for,
+                             default_config, default_config_for, default_config_i8, default_launch, render_extra, smem_layout, spec_for,
                              swap_route, x_chunks)
 from ..kernels.registry import fused_fits
 from ..spec import nvidia_sm, vendor_of
@@ -127,7 +127,7 @@ def plan_for(dev: torch.device, K: float, codebook: str, IC: int, OC: int, in_dt
         else:
             source = "heuristic"
     vendor = vendor_of(arch)
-    cfg = cfg or default_config(M, vendor)
+    cfg = cfg or default_config_for(K, codebook, IC, OC, M, _sms(dev), vendor, SMEM_BUDGET[vendor])
     if 16 * cfg.m_tiles < M:
         raise ValueError(f"config {cfg} covers M <= {16 * cfg.m_tiles}, got M={M}")
     routed = swap_route(cfg, vendor, codebook, M, act_quant)
@@ -135,7 +135,8 @@ def plan_for(dev: torch.device, K: float, codebook: str, IC: int, OC: int, in_dt
         cfg = routed
     if cfg.dot and M != 1:
         raise ValueError(f"config {cfg}: the dot route takes M = 1, got M={M}")
-    launch = launch or default_launch(cfg, K, IC, OC, M, _sms(dev), smem_cap=SMEM_BUDGET[vendor], i8=i8)
+    launch = launch or default_launch(cfg, K, IC, OC, M, _sms(dev), smem_cap=SMEM_BUDGET[vendor], i8=i8,
+                                     vendor=vendor)
     if not _fits(cfg, launch, IC, M):
         raise ValueError(f"launch {launch} does not tile IC={IC}: IC/S must be a multiple of 128 and of "
                          f"16*rows_per_stage={16 * cfg.rows_per_stage}")
