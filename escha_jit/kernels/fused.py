@@ -230,7 +230,7 @@ def default_config(M: int, vendor: str = "nvidia") -> FusedConfig:
 
 # NVIDIA's untuned configurations for M <= 16, read off the H200's tuned table (tuning/sm_90.json:
 # 16 tile rows per stage and 2 stages win most of its problems). M <= 8 (the swapped route): 8 waves
-# with the in-kernel prologue, or, once M x column groups reaches 1.5 per SM, 4 waves fed by the prep
+# with the in-kernel prologue, or, once M x column groups reaches 3 per SM, 4 waves fed by the prep
 # kernel (the in-kernel prologue's work is repeated by every column group). M = 9..16 (the fp16
 # route): 16 waves (two K slices) at one block per SM, or 8 waves at two.
 _SMALL_M = {
@@ -282,7 +282,7 @@ def default_config_for(K: float, codebook: str, IC: int, OC: int, M: int, sms: i
         return fallback
     # the shape-free default (8 rows x 3 stages) is an option too, where its A-operand source agrees:
     # it wins where blocks are short and many (e.g. 18944x3584 at M <= 4: 37 splits of 512 features)
-    if M <= 8 and M * (OC // COLS) >= 1.5 * sms:
+    if M <= 8 and M * (OC // COLS) >= 3 * sms:
         options = [_SMALL_M["w4"]]
     elif M <= 8:
         options = [_SMALL_M["w8"], fallback]
