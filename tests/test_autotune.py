@@ -249,24 +249,18 @@ def test_tune_skips_candidates_whose_kernels_failed_their_checks(caplog):
     assert usable("sm_90", p4, c4, {}) == c4
 
 
-def _tuned_sm90_entries():
-    from escha_jit.autotune.table import TuningTable
-    path = os.path.join(os.path.dirname(__file__), "..", "tuning", "sm_90.json")
-    return TuningTable.load(path)
-
-
 def _untuned_choice(K, cb, IC, OC, M, sms=132):
-    from escha_jit.kernels.fused import default_config_for, default_launch, swap_route
-    cfg = default_config_for(K, cb, IC, OC, M, sms)
-    routed = swap_route(cfg, "nvidia", cb, M)
-    return cfg, default_launch(routed, K, IC, OC, M, sms)
+    from escha_jit.autotune.api import heuristic_candidate
+    from escha_jit.autotune.measure import Problem
+    c = heuristic_candidate(Problem(IC, OC, K, cb, M), sms, "sm_90")
+    return c.cfg, c.launch
 
 
 def test_untuned_choice_follows_the_h200_table():
     """The untuned heuristic (NVIDIA, M <= 16) picks the tuned table's waves, split and A-operand
     source on most of the table's problems: the model it uses was read off that table, and a change
     to either that drifts apart shows here. Spot checks of the shapes that motivated it."""
-    table = _tuned_sm90_entries()
+    table = TuningTable.load(shipped_table_path("sm_90"))
     same = total = 0
     for key, e in table.entries.items():
         op, rate, cb, shape, _, bucket = key.split("|")             # fused|K2p5|mcg|4096x4096|f16|M16

@@ -290,13 +290,9 @@ def default_config_for(K: float, codebook: str, IC: int, OC: int, M: int, sms: i
         options = [_MID_M["w8"], _MID_M["w16"], fallback]     # ties (several rounds of blocks): 8 waves
     best = None
     for cfg in options:
-        routed = swap_route(cfg, vendor, codebook, M)
-        S = _balanced_splits(routed, K, IC, OC, M, sms, smem_cap)
-        if S is None:
-            continue
-        t = _modeled_time(routed, K, IC, OC, M, S, sms)
-        if best is None or t < 0.999 * best[0]:
-            best = (t, cfg, S)
+        split = _balanced_splits(swap_route(cfg, vendor, codebook, M), K, IC, OC, M, sms, smem_cap)
+        if split is not None and (best is None or split[0] < 0.999 * best[0]):
+            best = (split[0], cfg, split[1])
     if best is None:
         return fallback
     _, cfg, S = best
@@ -330,6 +326,7 @@ def _divisors(n: int) -> list[int]:
 
 
 SM_SMEM = 228 * 1024     # shared memory of one H100 / H200 SM (each resident block also reserves 1 KiB)
+NVIDIA_BLOCK_SMEM = 227 * 1024     # most shared memory one block may opt into on sm_90
 
 
 def _fitting_splits(cfg: FusedConfig, K: float, IC: int, M: int, smem_cap: int, i8: bool = False) -> list[int]:
@@ -357,26 +354,28 @@ def _modeled_time(cfg: FusedConfig, K: float, IC: int, OC: int, M: int, S: int, 
 
 
 def _balanced_splits(cfg: FusedConfig, K: float, IC: int, OC: int, M: int, sms: int,
-                     smem_cap: int) -> Optional[int]:
-    """The split the model rates fastest (ties: the fewest splits); None if none fits. A block alone
-    on its SM (min_blocks 1) may take all of the SM's shared memory (227 KiB)."""
+                     smem_cap: int) -> Optional[tuple[float, int]]:
+    """(modeled time, split) of the split the model rates fastest (ties: the fewest splits); None if
+    none fits. A block alone on its SM (min_blocks 1) may take all a block can (227 KiB)."""
     best = None
-    for S in _fitting_splits(cfg, K, IC, M, smem_cap if cfg.min_blocks > 1 else max(smem_cap, 227 * 1024)):
+    for S in _fitting_splits(cfg, K, IC, M, smem_cap if cfg.min_blocks > 1 else max(smem_cap, NVIDIA_BLOCK_SMEM)):
         t = _modeled_time(cfg, K, IC, OC, M, S, sms)
         if best is None or t < 0.999 * best[0]:
             best = (t, S)
-    return None if best is None else best[1]
+    return best
 
 
 def default_launch(cfg: FusedConfig, K: float, IC: int, OC: int, M: int, sms: int,
                    smem_cap: int = 200 * 1024, i8: bool = False, vendor: str = "nvidia") -> FusedLaunch:
     """The untuned split count. NVIDIA, M <= 16, fp16 activations: the split the SM-balance model
     (:func:`_modeled_time`) rates fastest. Elsewhere: the fewest splits that give 3.5+ blocks per SM."""
-    fitting = _fitting_splits(cfg, K, IC, M, smem_cap, i8)
-    if not fitting:
+    modeled = vendor == "nvidia" and M <= 16 and not i8
+    split = _balanced_splits(cfg, K, IC, OC, M, sms, smem_cap) if modeled else None
+    fitting = [] if modeled else _fitting_splits(cfg, K, IC, M, smem_cap, i8)
+    if split is None and not fitting:
         raise ValueError(f"no split of IC={IC} fits shared memory for M={M} with {cfg}")
-    if vendor == "nvidia" and M <= 16 and not i8:
-        return FusedLaunch(_balanced_splits(cfg, K, IC, OC, M, sms, smem_cap))
+    if split is not None:
+        return FusedLaunch(split[1])
     groups = OC // COLS
     for d in fitting:
         if 2 * groups * d >= 7 * sms:

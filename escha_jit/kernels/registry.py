@@ -58,7 +58,7 @@ K range) is 68 KiB > 64 KiB of LDS, and the epilogue's ``break`` out of its MT=1
 loop rolled (LLVM fully unrolls unknown trip counts only up to 8), so acc[] goes to scratch."""
 
 
-NVIDIA_SMEM_BYTES = 227 * 1024     # most shared memory one block may opt into on sm_90
+NVIDIA_SMEM_BYTES = fused.NVIDIA_BLOCK_SMEM
 
 
 def dynamic_smem(spec: KernelSpec) -> Optional[int]:
@@ -123,8 +123,9 @@ def shipped_specs(arch: str, full: bool = True) -> Iterator[tuple[KernelSpec, di
         yield s, prep.render_extra(s)
     seen = set()
     for K, cb in pairs:
+        configs = fused_default_configs(vendor_of(arch), cb, K)
         for dt in FUSED_DTYPES:
-            for i, cfg in enumerate(fused_default_configs(vendor_of(arch), cb, K)):
+            for i, cfg in enumerate(configs):
                 if not full and (K != 4.0 or dt != "f16" or i != 0):
                     continue
                 if not fused_fits(arch, cfg, K):
