@@ -11,6 +11,8 @@ LOP3 and `--extra` dependent LOP3 each; their words become the unit's weight ope
         route of session 6)
   wg    2 wgmma m64n16k16 per warpgroup with the words as register A, {x, x} tokens from shared
         memory as B, one group in flight (the proposed M = 16 word route)
+  wg4   wg with three groups in flight (four tiles' A registers live)
+  wg8   wg4 at 8 tokens (m64n8k16: against sw2, the M <= 8 route)
 
 and prints ns per tile per SM and SM cycles per tile at the SM clock measured under decode load
 (1.755 GHz, RESULTS.md session 5). No correctness: operands are arbitrary, only the issue and unit
@@ -60,10 +62,34 @@ __device__ __forceinline__ unsigned long long desc(u32 saddr) {
     d |= (unsigned long long)(256 >> 4) << 32;    // stride byte offset: next 8 tokens
     return d;
 }
+#if defined(ROUTE_wg)
+#define WG_N 16
+#define WG_DEPTH 1
+#define UNROLL 2
+#elif defined(ROUTE_wg4)
+#define WG_N 16
+#define WG_DEPTH 3
+#define UNROLL 4
+#elif defined(ROUTE_wg8)
+#define WG_N 8
+#define WG_DEPTH 3
+#define UNROLL 4
+#else
+#define UNROLL 2
+#endif
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define PRAGMA(x) _Pragma(#x)
 __device__ __forceinline__ void wg(float (&d)[8], const u32 (&a)[4], unsigned long long b) {
+#if WG_N == 8
+    asm volatile("wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%0,%1,%2,%3}, {%4,%5,%6,%7}, %8, 1, 1, 1, 0;"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+#else
     asm volatile("wgmma.mma_async.sync.aligned.m64n16k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7}, {%8,%9,%10,%11}, %12, 1, 1, 1, 0;"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+#endif
 }
 
 // {lo(a) + hi(a), lo(b) + hi(b)} by three HFMA2 (the fp16 route's pairing, platform sum_halves2)
@@ -98,12 +124,12 @@ extern "C" __global__ void __launch_bounds__(256, 2) rate(float* out, u32 mul, i
     u32 wa = base + 16 * ((lane + 7 * warp) & 255);        // raw words of the lane (varying per tile)
     const u32 xa = base + 16384 + 16 * lane;               // token operand (mma.sync routes)
     (void)xa;
-#if defined(ROUTE_wg)
+#if defined(WG_N)
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #endif
-    // two tiles per trip: the wg route's register A operands of consecutive tiles are then distinct
-    // PTX registers (one group stays in flight while the next tile is decoded)
-    #pragma unroll 2
+    // UNROLL tiles per trip: the wg routes' register A operands of consecutive tiles are then distinct
+    // PTX registers (WG_DEPTH groups stay in flight while the next tile is decoded)
+    PRAGMA(unroll UNROLL)
     for (int it = 0; it < iters; ++it) {
         u32 w[4];
         lds128(w, wa + ((it * 512) & 8191));
@@ -143,7 +169,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) rate(float* out, u32 mul, i
         mma(c0, a1, y[2], y[3]);
         mma(c1, a0, y[4], y[5]);
         mma(c1, a1, y[6], y[7]);
-#elif defined(ROUTE_wg)
+#elif defined(WG_N)
         const u32 xs = base + 16384 + ((it * 1024) & 8191);
         #pragma unroll
         for (int i = 0; i < 8; ++i) pin(c[i]);
@@ -151,12 +177,12 @@ extern "C" __global__ void __launch_bounds__(256, 2) rate(float* out, u32 mul, i
         wg(c, lo, desc(xs));
         wg(c, hi, desc(xs + 512));
         asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned " STR(WG_DEPTH) ";" ::: "memory");
         #pragma unroll
         for (int i = 0; i < 8; ++i) pin(c[i]);
 #endif
     }
-#if defined(ROUTE_wg)
+#if defined(WG_N)
     asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
     #pragma unroll
     for (int i = 0; i < 8; ++i) pin(c[i]);
@@ -168,7 +194,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) rate(float* out, u32 mul, i
 }
 """
 
-ROUTES = ("sw2", "sw4", "fp2", "nw4", "wg")
+ROUTES = ("sw2", "sw4", "fp2", "nw4", "wg", "wg4", "wg8")
 CLOCK_GHZ = 1.755          # SM clock under decode load (Nsight Compute, RESULTS.md session 5)
 
 

@@ -368,6 +368,60 @@ def test_fused_xh_chunks_same_bits(cfg, launch, M, chunks, monkeypatch):
     assert rel_rms(y, ref) < 1e-3, rel_rms(y, ref)
 
 
+@pytest.mark.parametrize("cfg,M", [
+    (F.FusedConfig(warps=16, m_tiles=1, rows_per_stage=16, stages=2, min_blocks=1, xh=0), 16),
+    (F.FusedConfig(warps=8, m_tiles=1, rows_per_stage=16, stages=2, min_blocks=2, xh=0), 13),
+    (F.FusedConfig(warps=8, m_tiles=2, rows_per_stage=8, stages=3, min_blocks=1, xh=0), 27),
+    (F.FusedConfig(warps=4, m_tiles=1, rows_per_stage=4, stages=3, min_blocks=2, xh=0), 9),
+])
+@pytest.mark.parametrize("cluster", [2, 4, 8])
+@pytest.mark.parametrize("big_row", [False, True])
+def test_fused_cluster_prologue_same_bits(cfg, M, cluster, big_row):
+    """FusedConfig.cluster (NVIDIA): the blocks of a cluster split the in-kernel prologue's items
+    and write them into each other's shared memory; every item is computed as without the cluster,
+    so the output is bit-identical - also where a row beyond fp16's range is raised (its exponent
+    and the redo are the cluster's) - with and without split K, with fp16 and bf16 activations."""
+    if torch.version.hip is not None:
+        pytest.skip("thread block clusters are NVIDIA's")
+    w = _layer(2048, 1024, 3.0, "mcg", 47)
+    x = torch.randn(M, 2048, device=DEV)
+    if big_row:
+        x[M // 2] *= 3e5
+    for dt in (torch.float16, torch.bfloat16) if big_row else (torch.float16,):
+        xd = x.to(dt) if dt == torch.bfloat16 else x.clamp(-6e4, 6e4).half()
+        od = torch.float32 if big_row else None            # the big row's outputs exceed fp16's range
+        for S in (1, 4):
+            y_one = F.fused_linear(xd, w, cfg=cfg, launch=F.FusedLaunch(S), out_dtype=od)
+            y = F.fused_linear(xd, w, cfg=dataclasses.replace(cfg, cluster=cluster), launch=F.FusedLaunch(S),
+                               out_dtype=od)
+            assert torch.equal(y, y_one), (cfg, M, cluster, S, dt)
+            ref = xd.double().cpu() @ R.dense_weight(w.to("cpu"))
+            assert rel_rms(y, ref) < TOL[dt], rel_rms(y, ref)
+
+
+def test_fused_cluster_bad_config():
+    w = _layer(512, 384, 2.0, "mcg", 48)
+    x = torch.randn(16, 512, device=DEV).half()
+    with pytest.raises(ValueError, match="do not tile OC=384"):
+        F.fused_linear(x, w, cfg=F.FusedConfig(warps=8, rows_per_stage=8, cluster=2))
+    w = _layer(512, 512, 2.0, "mcg", 48)
+    with pytest.raises(ValueError, match="in-kernel prologue"):
+        F.fused_linear(x, w, cfg=F.FusedConfig(warps=8, rows_per_stage=8, xh=1, cluster=2))
+
+
+def test_fused_cluster_small_m_takes_fp16_route():
+    """M <= 8 with a cluster config: the fp16 route (the swapped one has no cluster prologue)."""
+    if torch.version.hip is not None:
+        pytest.skip("thread block clusters are NVIDIA's")
+    w = _layer(1024, 512, 2.0, "mul1", 49)
+    x = torch.randn(3, 1024, device=DEV).half()
+    F._PLANS.clear()
+    y = F.fused_linear(x, w, cfg=F.FusedConfig(warps=4, rows_per_stage=8, cluster=4), launch=F.FusedLaunch(2))
+    assert [(p.cfg.swap, p.cfg.cluster) for p in F._PLANS.values()] == [(0, 4)]
+    ref = x.double().cpu() @ R.dense_weight(w.to("cpu"))
+    assert rel_rms(y, ref) < 1e-3
+
+
 @pytest.mark.parametrize("M", [1, 16])
 def test_fused_pdl_chain_matches_plain_launches(M, monkeypatch):
     """Each call's output is the next call's input and all calls share the split-K workspace and

@@ -1,5 +1,7 @@
 """Dispatch decisions that need no GPU: the swapped fp16 route's reach, the prefill route
 variable, the coded GEMM's spec / shared-memory / grid rules."""
+import dataclasses
+
 import pytest
 
 from escha_jit import env
@@ -26,7 +28,7 @@ def test_swapped_spec_with_prep_kernel_renders_the_expansion():
     cfg = fused.FusedConfig(warps=8, m_tiles=1, rows_per_stage=8, stages=3, xh=1, swap=1)
     s = fused.spec_for("sm_90", 2.0, "mul1", "f16", "f16", cfg)
     src = " ".join(render(s, fused.render_extra(s)).split())
-    assert "12288, true, false, false, true> Impl;" in src                   # XH, not I8 / DOT, SW
+    assert "12288, true, false, false, true, 1> Impl;" in src                # XH, not I8 / DOT, SW, no cluster
     with pytest.raises(ValueError, match="swap=1 needs NVIDIA"):
         fused.spec_for("gfx1201", 2.0, "mul1", "f16", "f16", cfg)
 
@@ -86,3 +88,33 @@ def test_gemm_shipped_for_sm90_only():
     assert len(ops90) == len(all_rate_codebooks()) * len(gemm.OUT_DTYPES)
     assert all(s.arch == "sm_90a" for s in ops90)
     assert not [s for s, _ in shipped_specs("gfx1201") if s.op == "gemm"]
+
+
+def test_cluster_configs_are_the_fp16_routes():
+    """FusedConfig.cluster: NVIDIA's fp16 route with the in-kernel prologue only; not part of the
+    spec at 1 (keys unchanged), rendered as the template's CL; the swapped route stays off."""
+    from escha_jit.render import render
+    cfg = fused.FusedConfig(warps=16, m_tiles=1, rows_per_stage=16, stages=2, min_blocks=1, cluster=2)
+    assert "cluster" not in fused.FusedConfig().tile() and cfg.tile()["cluster"] == 2
+    s = fused.spec_for("sm_90", 3.0, "mcg", "f16", "f16", cfg)
+    assert ", 2> Impl;" in " ".join(render(s, fused.render_extra(s)).split())
+    assert fused.swap_route(cfg, "nvidia", "mcg", 4).swap == 0
+    for bad, why in ((dict(xh=1), "in-kernel prologue"), (dict(cluster=3), "1, 2, 4 or 8")):
+        with pytest.raises(ValueError, match=why):
+            fused.spec_for("sm_90", 3.0, "mcg", "f16", "f16", dataclasses.replace(cfg, **bad))
+    with pytest.raises(ValueError, match="in-kernel prologue"):
+        fused.spec_for("gfx1201", 3.0, "mcg", "f16", "f16", cfg)
+    with pytest.raises(ValueError, match="in-kernel prologue"):
+        fused.spec_for("sm_90", 3.0, "mul1", "f16", "f16", dataclasses.replace(cfg, warps=8), act_quant="int8")
+
+
+def test_cluster_candidates():
+    from escha_jit.autotune.candidates import fused_candidates
+    c16 = fused_candidates("sm_90", 2.0, 4096, 4096, 16, 132, warps=(16,), rows=(16,), stages=(2,), min_blocks=(1,),
+                           xh=(0, 1), cluster=(1, 2, 4))
+    assert {(c.cfg.xh, c.cfg.cluster) for c in c16} == {(0, 1), (0, 2), (0, 4), (1, 1)}
+    assert any(c.key().endswith("_x0_c2_S4") for c in c16)
+    # M <= 8 (the swapped route), AMD, and OC/128 not a multiple: no clusters
+    assert {c.cfg.cluster for c in fused_candidates("sm_90", 2.0, 4096, 4096, 8, 132, cluster=(1, 2))} == {1}
+    assert {c.cfg.cluster for c in fused_candidates("gfx1201", 2.0, 4096, 4096, 16, 32, cluster=(1, 2))} == {1}
+    assert {c.cfg.cluster for c in fused_candidates("sm_90", 2.0, 4096, 384, 16, 132, cluster=(1, 2))} == {1}

@@ -23,7 +23,8 @@ class Candidate:
 
     def key(self) -> str:
         c, l = self.cfg, self.launch
-        return f"w{c.warps}_mt{c.m_tiles}_r{c.rows_per_stage}_s{c.stages}_b{c.min_blocks}_x{c.xh}_S{l.splits}"
+        cl = f"_c{c.cluster}" if c.cluster > 1 else ""
+        return f"w{c.warps}_mt{c.m_tiles}_r{c.rows_per_stage}_s{c.stages}_b{c.min_blocks}_x{c.xh}{cl}_S{l.splits}"
 
 
 def _divisors(n: int) -> list[int]:
@@ -32,9 +33,11 @@ def _divisors(n: int) -> list[int]:
 
 def fused_candidates(arch: str, K: float, IC: int, OC: int, M: int, sms: int,
                      warps=(4, 8), rows=(2, 4, 8), stages=(2, 3, 4), min_blocks=(1, 2, 3), xh=(0, 1),
-                     max_waves: float = 8.0, min_waves: float = 0.5) -> list[Candidate]:
+                     cluster=(1,), max_waves: float = 8.0, min_waves: float = 0.5) -> list[Candidate]:
     """Every (config, launch) that fits the arch's shared memory and registers and tiles the
-    problem; ordered deterministically."""
+    problem; ordered deterministically. Cluster sizes above 1 apply where a cluster can share the
+    prologue: NVIDIA, the fp16 route (M above the swapped route's) with the in-kernel prologue
+    (xh 0), and OC/128 a multiple of the size."""
     mt = 1
     while 16 * mt < M:
         mt *= 2
@@ -43,7 +46,10 @@ def fused_candidates(arch: str, K: float, IC: int, OC: int, M: int, sms: int,
     groups = OC // 128
     cap = SMEM_CAP.get(arch, 99 * 1024)
     out = []
-    for w, r, st, mb, xm in itertools.product(warps, rows, stages, min_blocks, xh):
+    clusters = [c for c in cluster if c == 1 or (vendor_of(arch) == "nvidia" and M > SWAP_MAX_M and groups % c == 0)]
+    for w, r, st, mb, xm, cl in itertools.product(warps, rows, stages, min_blocks, xh, clusters):
+        if cl > 1 and xm:
+            continue
         # 16 waves (two K slices) run the fp16 route only: at M <= 8 NVIDIA takes the swapped route
         # (1.1-1.6x faster than the fp16 one, session 4), and gfx12's 64 KiB of LDS holds no doubled ring
         if w > 8 and (M <= SWAP_MAX_M or vendor_of(arch) == "amd"):
@@ -52,7 +58,7 @@ def fused_candidates(arch: str, K: float, IC: int, OC: int, M: int, sms: int,
         regs_cap = REG_FILE.get(arch, 65536) // (threads * mb)
         if regs_cap < 64 + 8 * mt * max(1, 8 // w):        # accumulators + decode state must fit
             continue
-        cfg = FusedConfig(warps=w, m_tiles=mt, rows_per_stage=r, stages=st, min_blocks=mb, xh=xm)
+        cfg = FusedConfig(warps=w, m_tiles=mt, rows_per_stage=r, stages=st, min_blocks=mb, xh=xm, cluster=cl)
         fitting = []
         for S in _divisors(IC // 128):
             kr = IC // S

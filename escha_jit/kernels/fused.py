@@ -56,6 +56,9 @@ class FusedConfig:
                               # v_dot4_i32_iu8) instead of the matrix unit (the gfx12 default there)
     swap: int = 0             # NVIDIA, M <= 8: the swapped fp16 route (weights as the 16-row operand,
                               # two fp16 halves per weight fed to the unit); see swap_route
+    cluster: int = 1          # NVIDIA sm_90, fp16 route with the in-kernel prologue (xh=0): blocks of
+                              # `cluster` column groups launched as one thread block cluster, which
+                              # split the prologue's rotation and share its result (OC/128 % cluster == 0)
 
     def __post_init__(self):
         # a bad value would otherwise surface as a static_assert of the kernel source at compile time
@@ -65,13 +68,14 @@ class FusedConfig:
                                  ("m_tiles", (lambda v: v >= 1, ">= 1")), ("rows_per_stage", (lambda v: v >= 1, ">= 1")),
                                  ("stages", (lambda v: v >= 2, ">= 2 (the ring streams stages - 1 steps ahead)")),
                                  ("min_blocks", (lambda v: v >= 1, ">= 1")), ("xh", flag), ("dot", flag), ("swap", flag),
+                                 ("cluster", (lambda v: v in (1, 2, 4, 8), "1, 2, 4 or 8")),
                                  ("diag", (lambda v: 0 <= v <= 4, "0..4"))):
             _check_field("FusedConfig", name, getattr(self, name), ok, want)
 
     def tile(self) -> dict:
         d = dataclasses.asdict(self)
-        for opt in ("diag", "dot", "swap"):       # off: not part of the spec (keys stay as they were)
-            if not d[opt]:
+        for opt, off in (("diag", 0), ("dot", 0), ("swap", 0), ("cluster", 1)):   # off: not part of the spec
+            if d[opt] == off:                                                 # (keys stay as they were)
                 del d[opt]
         return d
 
@@ -149,6 +153,9 @@ def spec_for(arch: str, K: float, codebook: str, in_dtype: str, out_dtype: str, 
                          f"act_quant={act_quant}, swap={cfg.swap}")
     if cfg.dot and act_quant != "int8":
         raise ValueError(f"config {cfg}: dot=1 is a variant of the int8-activation kernels (act_quant='int8')")
+    if cfg.cluster > 1 and (vendor_of(arch) != "nvidia" or cfg.xh or cfg.swap or act_quant):
+        raise ValueError(f"config {cfg}: cluster={cfg.cluster} shares the fp16 route's in-kernel prologue "
+                         f"(NVIDIA, xh=0, swap=0, fp16/bf16 activations); got {arch}, act_quant={act_quant}")
     if cfg.swap and not swap_allowed(cfg, vendor_of(arch), codebook, act_quant):
         raise ValueError(f"config {cfg}: swap=1 needs NVIDIA, a codebook in {SWAP_CODEBOOKS}, one m tile "
                          f"and fp16/bf16 activations; got {arch}, {codebook}, act_quant={act_quant}")
@@ -166,7 +173,7 @@ SWAP_MAX_M = 8
 
 def swap_allowed(cfg: FusedConfig, vendor: str, codebook: str, act_quant: Optional[str] = None) -> bool:
     return (vendor == "nvidia" and codebook in SWAP_CODEBOOKS and act_quant is None and cfg.m_tiles == 1
-            and not cfg.dot and cfg.warps <= 8)
+            and not cfg.dot and cfg.warps <= 8 and cfg.cluster == 1)
 
 
 def swap_route(cfg: FusedConfig, vendor: str, codebook: str, M: int, act_quant: Optional[str] = None) -> FusedConfig:
@@ -188,7 +195,7 @@ def render_extra(spec: KernelSpec) -> dict:
     cfg = FusedConfig(**spec.params)
     return {"in_code": DTYPE_CODES[spec.in_dtype], "out_code": DTYPE_CODES[spec.out_dtype],
             "tr_bytes": smem_layout(cfg, spec.K, 1, 128).tr_bytes, "diag": cfg.diag, "xh": cfg.xh,
-            "i8": is_i8(spec), "dot": cfg.dot, "swap": cfg.swap}
+            "i8": is_i8(spec), "dot": cfg.dot, "swap": cfg.swap, "cluster": cfg.cluster}
 
 
 def _m_tiles(M: int) -> int:

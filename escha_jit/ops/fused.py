@@ -135,6 +135,9 @@ def plan_for(dev: torch.device, K: float, codebook: str, IC: int, OC: int, in_dt
         cfg = routed
     if cfg.dot and M != 1:
         raise ValueError(f"config {cfg}: the dot route takes M = 1, got M={M}")
+    if (OC // COLS) % cfg.cluster:
+        raise ValueError(f"config {cfg}: clusters of {cfg.cluster} column groups do not tile OC={OC} "
+                         f"({OC // COLS} groups of {COLS})")
     launch = launch or default_launch(cfg, K, IC, OC, M, _sms(dev), smem_cap=SMEM_BUDGET[vendor], i8=i8,
                                      vendor=vendor)
     if not _fits(cfg, launch, IC, M):
@@ -237,5 +240,5 @@ def fused_linear(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] 
              (x, x.stride(0), out, out.stride(0), w.code, w.rin, w.s_in, w.rout, w.s_out, bias32,
               M, IC, OC, kr, w.logical_in, w.logical_out, ws, cnt, lay.off_tr, lay.off_red, lay.off_exp,
               xh, xh_exp, plan.x_chunks),
-             smem=lay.total, stream=stream, pdl=plan.pdl)
+             smem=lay.total, stream=stream, pdl=plan.pdl, cluster=cfg.cluster)
     return out

@@ -81,7 +81,7 @@ class Module:
 class VendorRuntime:
     """What both vendor runtimes share: one module per (device, cache key), loaded under a lock.
     Subclasses provide load_binary, get_function, set_max_dynamic_smem and launch (NVIDIA also
-    launch_pdl)."""
+    launch_ex)."""
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -97,8 +97,9 @@ class VendorRuntime:
                 mod = self._modules[(idx, key)] = Module(self, handle)
             return mod
 
-    def launch_pdl(self, fn, grid, block, smem, stream, vals, types, name) -> None:
-        raise NotImplementedError(f"{name}: programmatic dependent launch is an NVIDIA sm_90 feature")
+    def launch_ex(self, fn, grid, block, smem, stream, vals, types, name, pdl: bool, cluster: int) -> None:
+        raise NotImplementedError(f"{name}: programmatic dependent launch and thread block clusters are "
+                                  f"NVIDIA sm_90 features")
 
 
 class Kernel:
@@ -111,9 +112,11 @@ class Kernel:
         self._max_smem = 0
 
     def launch(self, grid: Sequence[int], block: Sequence[int], args: Sequence[Any], smem: int = 0,
-               stream: int | None = None, pdl: bool = False) -> None:
+               stream: int | None = None, pdl: bool = False, cluster: int = 1) -> None:
         """Launch on ``stream`` (default: torch's current stream). ``pdl``: as a programmatic
-        dependent launch (NVIDIA sm_90; the kernel must call grid_dependency_wait, platform_cuda.h)."""
+        dependent launch (NVIDIA sm_90; the kernel must call grid_dependency_wait, platform_cuda.h).
+        ``cluster`` > 1: as thread block clusters of that many blocks along grid x (NVIDIA sm_90;
+        grid x a multiple of it)."""
         if len(args) != len(self.arg_kinds):
             raise TypeError(f"{self.name} takes {len(self.arg_kinds)} arguments, got {len(args)}")
         if smem > 48 * 1024 and smem > self._max_smem:
@@ -124,7 +127,7 @@ class Kernel:
         vals = tuple(arg_value(k, a) for k, a in zip(self.arg_kinds, args))
         g = tuple(grid) + (1,) * (3 - len(grid))
         b = tuple(block) + (1,) * (3 - len(block))
-        if pdl:
-            self.runtime.launch_pdl(self.handle, g, b, smem, stream, vals, self._ctypes, self.name)
+        if pdl or cluster > 1:
+            self.runtime.launch_ex(self.handle, g, b, smem, stream, vals, self._ctypes, self.name, pdl, cluster)
         else:
             self.runtime.launch(self.handle, g, b, smem, stream, vals, self._ctypes, self.name)

@@ -15,12 +15,13 @@ class CudaRuntime(VendorRuntime):
             raise ToolchainUnavailable(f"cuda-bindings is not importable ({e}); pip install 'escha_jit[cuda]'") from e
         super().__init__()
         self.drv = driver
-        # the programmatic-serialization attribute of launch_pdl, built once: building it per launch
+        # the programmatic-serialization attribute of launch_ex, built once: building it per launch
         # cost ~2 us of Python per call (a 10 us decode call launches one or two kernels)
         attr = driver.CUlaunchAttribute()
         attr.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
         attr.value.programmaticStreamSerializationAllowed = 1
-        self._pdl_attrs = [attr]
+        self._pdl_attr = attr
+        self._attrs: dict[tuple[bool, int], list] = {}       # (pdl, cluster) -> launch attributes
 
     def tensor_map_2d(self, ptr: int, rows: int, cols: int, box_rows: int, box_cols: int):
         """A TMA descriptor of the row-major fp16 matrix [rows][cols] at device address ``ptr``
@@ -72,15 +73,31 @@ class CudaRuntime(VendorRuntime):
                                       (vals, types), 0),
               f"launching {name} (grid {grid}, block {block}, smem {smem})")
 
-    def launch_pdl(self, fn, grid, block, smem, stream, vals, types, name) -> None:
-        """cuLaunchKernelEx with programmatic stream serialization: the kernel may begin before the
-        previous kernel of the stream has finished (it waits in-kernel with griddepcontrol.wait)."""
+    def _launch_attrs(self, pdl: bool, cluster: int) -> list:
+        attrs = self._attrs.get((pdl, cluster))
+        if attrs is None:
+            attrs = [self._pdl_attr] if pdl else []
+            if cluster > 1:
+                a = self.drv.CUlaunchAttribute()
+                a.id = self.drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+                a.value.clusterDim.x, a.value.clusterDim.y, a.value.clusterDim.z = cluster, 1, 1
+                attrs.append(a)
+            self._attrs[(pdl, cluster)] = attrs
+        return attrs
+
+    def launch_ex(self, fn, grid, block, smem, stream, vals, types, name, pdl: bool, cluster: int) -> None:
+        """cuLaunchKernelEx. ``pdl``: with programmatic stream serialization (the kernel may begin
+        before the previous kernel of the stream has finished; it waits in-kernel with
+        griddepcontrol.wait). ``cluster`` > 1: thread block clusters of that many blocks along x."""
+        if cluster > 1 and grid[0] % cluster:
+            raise ValueError(f"launching {name}: grid x {grid[0]} is not a multiple of the cluster size {cluster}")
         cfg = self.drv.CUlaunchConfig()
         cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
         cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block
         cfg.sharedMemBytes = smem
         cfg.hStream = stream
-        cfg.attrs = self._pdl_attrs
-        cfg.numAttrs = 1
+        cfg.attrs = self._launch_attrs(pdl, cluster)
+        cfg.numAttrs = len(cfg.attrs)
+        what = ", ".join(w for w, on in (("programmatic dependent", pdl), (f"clusters of {cluster}", cluster > 1)) if on)
         check(self.drv.cuLaunchKernelEx(cfg, fn, (vals, types), 0),
-              f"launching {name} (grid {grid}, block {block}, smem {smem}, programmatic dependent)")
+              f"launching {name} (grid {grid}, block {block}, smem {smem}, {what})")

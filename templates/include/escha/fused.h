@@ -84,7 +84,7 @@ ESCHA_DEVICE void fill(E (&x)[N], T v) {
 }
 
 template <int K2, int CB, typename in_t, typename out_t, int WARPS, int MT, int RB, int STAGES, int TR_BYTES,
-          bool XH, bool I8 = false, bool DOT = false, bool SW = false>
+          bool XH, bool I8 = false, bool DOT = false, bool SW = false, int CL = 1>
 struct FusedLinear {
     static constexpr int COLS = 128;                   // output columns per block (one Hadamard block)
     static constexpr int TILES_N = COLS / 16;           // 8 tile columns per block
@@ -116,6 +116,13 @@ struct FusedLinear {
     static_assert(!SW, "the swapped route is NVIDIA's (gfx12's WMMA would take 2 instructions per tile)");
 #endif
     static constexpr bool WORDS = I8 || SW;            // the A side lives as one u32 word per x element
+    // CL > 1 (NVIDIA, a cluster launch of CL blocks along the column groups, kernels/fused.py
+    // FusedConfig.cluster): the CL blocks of a cluster have the same K range, so the in-kernel
+    // prologue's items are split among them and each writes its rotated rows into every block's
+    // shared memory (the fp16 route; at M = 16 the rotation is throughput-bound: 8 items and
+    // 160 shuffles per wave at 4096x4096).
+    static_assert(CL == 1 || (HAS_CLUSTERS && !XH && !WORDS), "clusters: NVIDIA, the fp16 route's in-kernel prologue");
+    static_assert(CL >= 1 && CL <= 8 && (CL & (CL - 1)) == 0, "cluster of 1, 2, 4 or 8 blocks");
     static_assert(KW == 1 || !WORDS, "K-sliced waves (WARPS = 16): the fp16 route only");
     // XH on sm_90: the A operand arrives in at most XCHUNKS chunks of whole steps (Args::x_chunks;
     // kernels/fused.py smem_layout: 8 bytes of mbarrier per chunk after the zero bytes)
@@ -245,7 +252,11 @@ struct FusedLinear {
         if (p.bias) prefetch_l2_range(p.bias + g * COLS, 4 * COLS, threadIdx.x, blockDim.x);
         // The block's shared state above (zero bytes, mask, row exponents, XH's chunk barriers) is
         // complete for every thread from here on: a barrier before the wait, off the path after it.
-        __syncthreads();
+        // (CL > 1: in every block of the cluster, which all start here before any writes another.)
+        if constexpr (CL > 1)
+            cluster_barrier();
+        else
+            __syncthreads();
         // Launched as a programmatic dependent (NVIDIA): the weights above may stream while the
         // previous kernel finishes; x / xh and every global write (y, workspace, counters) wait.
         grid_dependency_wait();
@@ -312,7 +323,14 @@ struct FusedLinear {
         } else {
             // ---- prologue: the block's K range of x -> scaled, Hadamard-rotated fp16 A operand
             prologue_f16(p, row_exp, flag + 2, lane, wave, [&](int m, int kb, const float (&v)[4], float scale) {
-                store_half4(xs + m * xs_ld + kb * 128 + 4 * lane, v, scale);
+                half_t* dst = xs + m * xs_ld + kb * 128 + 4 * lane;
+                if constexpr (CL > 1) {
+                    const u64 h = half4_bits(v, scale);
+                    #pragma unroll
+                    for (int q = 0; q < CL; ++q) st_cluster_u64(cluster_map(smem_addr(dst), (u32)q), h);
+                } else {
+                    *reinterpret_cast<u64*>(dst) = half4_bits(v, scale);
+                }
             });
         }
 
@@ -764,21 +782,24 @@ struct FusedLinear {
         const DivMod by_nkb(nkb);                            // item -> (row, 128-block): items < 2^22
         const int k_begin = blockIdx.y * p.k_split;
         const bool vec = p.in_valid == p.IC && (p.ldx % 8) == 0 && (reinterpret_cast<u64>(p.x) % 16) == 0;
-        for (int item0 = wave; item0 < items; item0 += BATCH * WARPS) {
+        // CL > 1: this block's items are rank, rank + CL*WARPS, ... per wave (the cluster's blocks
+        // take interleaved waves' worth); the visit writes them into every block
+        const int first = CL > 1 ? (int)cluster_rank() * WARPS + wave : wave;
+        for (int item0 = first; item0 < items; item0 += BATCH * WARPS * CL) {
             Raw4 raw[BATCH];
 #if ESCHA_FUSED_DIAG != 3
             #pragma unroll
             for (int u = 0; u < BATCH; ++u) {
                 int m, kb;
-                by_nkb(item0 + u * WARPS, m, kb);
-                if (item0 + u * WARPS < items && keep(m)) load_raw4(p, m, k_begin + kb * 128 + 4 * lane, vec, raw[u]);
+                by_nkb(item0 + u * WARPS * CL, m, kb);
+                if (item0 + u * WARPS * CL < items && keep(m)) load_raw4(p, m, k_begin + kb * 128 + 4 * lane, vec, raw[u]);
             }
 #endif
             #pragma unroll
             for (int u = 0; u < BATCH; ++u) {
-                if (item0 + u * WARPS >= items) break;
+                if (item0 + u * WARPS * CL >= items) break;
                 int m, kb;                                   // recomputed: fewer registers held than 2 x BATCH
-                by_nkb(item0 + u * WARPS, m, kb);
+                by_nkb(item0 + u * WARPS * CL, m, kb);
                 if (!keep(m)) continue;
                 float v[4];
 #if ESCHA_FUSED_DIAG != 3
@@ -807,17 +828,36 @@ struct FusedLinear {
             float amax = 0.f;
             #pragma unroll
             for (int i = 0; i < 4; ++i) amax = fmaxf(amax, fabsf(v[i]));
-            if (fp16_fits_or_raise(amax, lane, row_exp + m))
-                store(m, kb, v, 1.f);
-            else if (lane == 0)
-                *raised = 1;                                     // rare: redone below
+            if constexpr (CL > 1) {
+                // a row's exponent and the "raised" flag are the cluster's: raised in every block
+                if (fp16_fits_or(amax, lane, [&](int e) {
+                        #pragma unroll
+                        for (int q = 0; q < CL; ++q) {
+                            red_max_cluster(cluster_map(smem_addr(row_exp + m), (u32)q), e);
+                            st_cluster_u32(cluster_map(smem_addr(raised), (u32)q), 1u);
+                        }
+                    }))
+                    store(m, kb, v, 1.f);
+            } else {
+                if (fp16_fits_or_raise(amax, lane, row_exp + m))
+                    store(m, kb, v, 1.f);
+                else if (lane == 0)
+                    *raised = 1;                                 // rare: redone below
+            }
         });
-        __syncthreads();
-        if (!*raised) return;                                    // block-uniform
+        block_or_cluster_barrier();
+        if (!*raised) return;                                    // block-uniform (CL > 1: cluster-uniform)
         rotated_items<2>(p, lane, wave, [&](int m) { return row_exp[m] != 0; }, [&](int m, int kb, float (&v)[4]) {
             store(m, kb, v, exp2i(-row_exp[m]));                 // the rare rows, redone
         });
-        __syncthreads();
+        block_or_cluster_barrier();
+    }
+
+    ESCHA_DEVICE static void block_or_cluster_barrier() {
+        if constexpr (CL > 1)
+            cluster_barrier();
+        else
+            __syncthreads();
     }
 
     // One m tile of the swapped route's accumulators (times 2^row_exp) -> shared [16][COLS]. mul1:
@@ -875,11 +915,12 @@ struct FusedLinear {
         for (int i = 0; i < 4; ++i) v[i] *= half_to_float(r[i]);
     }
 
-    ESCHA_DEVICE static void store_half4(half_t* dst, const float (&v)[4], float scale) {
+    // fp16(v * scale), 4 halves as one 8-byte word
+    ESCHA_DEVICE static u64 half4_bits(const float (&v)[4], float scale) {
         half_t h[4];
         #pragma unroll
         for (int i = 0; i < 4; ++i) h[i] = float_to_half(v[i] * scale);
-        *reinterpret_cast<u64*>(dst) = bit_cast<u64>(h);
+        return bit_cast<u64>(h);
     }
 
     // One m tile of accumulators (times 2^row_exp) -> shared [16][COLS] (ADD: added to what is

@@ -17,15 +17,20 @@ ESCHA_DEVICE int fp16_safe_exponent(float bound) {
     return ex >= 15 ? ex - 14 : 0;
 }
 
-// Whether this wave's rotated values (amax = this lane's max |v|) fit fp16 unscaled. If not, the
-// wave's max raises *row_e (atomicMax) to the exponent the row needs (the caller redoes the row
-// scaled by 2^-row_e); wave-uniform result.
-ESCHA_DEVICE bool fp16_fits_or_raise(float amax, int lane, int* row_e) {
+// Whether this wave's rotated values (amax = this lane's max |v|) fit fp16 unscaled. If not, lane
+// 0 calls raise(e) with the exponent the wave's max needs (>= 1; the caller redoes the row scaled
+// by 2^-e once every item's raise is in); wave-uniform result.
+template <typename Raise>
+ESCHA_DEVICE bool fp16_fits_or(float amax, int lane, Raise raise) {
     if (!wave_any(!(amax < 32768.f))) return true;
     #pragma unroll
     for (int s = 16; s > 0; s >>= 1) amax = fmaxf(amax, shfl_xor(amax, s));
-    if (lane == 0) atomicMax(row_e, fp16_safe_exponent(amax));    // >= 1 here
+    if (lane == 0) raise(fp16_safe_exponent(amax));
     return false;
+}
+// The same, raising *row_e (atomicMax) to the row's exponent.
+ESCHA_DEVICE bool fp16_fits_or_raise(float amax, int lane, int* row_e) {
+    return fp16_fits_or(amax, lane, [&](int e) { atomicMax(row_e, e); });
 }
 
 ESCHA_DEVICE void hadamard128_lane(float (&v)[4], int lane) {

@@ -198,6 +198,40 @@ ESCHA_DEVICE void prefetch_l2(const void* addr) {
 }
 }  // namespace escha
 
+// ---- thread block clusters (sm_90; host: launches with the cluster-dimension attribute,
+// runtime/cuda.py): the fused kernel's blocks of one cluster share their in-kernel prologue, each
+// writing its part of the A operand into every block's shared memory (fused.h, CL > 1).
+namespace escha {
+constexpr bool HAS_CLUSTERS = true;
+// This block's rank in its cluster (0 without a cluster launch).
+ESCHA_DEVICE u32 cluster_rank() {
+    u32 r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+// Every thread of every block of the cluster arrives, then waits for all of them: shared-memory
+// writes before it (to any block of the cluster) are visible to all after it (release / acquire).
+ESCHA_DEVICE void cluster_barrier() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+// The address in block `rank`'s shared memory of the same offset as this block's shared address
+// `saddr` (the shared::cluster window).
+ESCHA_DEVICE u32 cluster_map(u32 saddr, u32 rank) {
+    u32 r;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(saddr), "r"(rank));
+    return r;
+}
+ESCHA_DEVICE void st_cluster_u32(u32 caddr, u32 v) {
+    asm volatile("st.shared::cluster.u32 [%0], %1;\n" :: "r"(caddr), "r"(v) : "memory");
+}
+ESCHA_DEVICE void st_cluster_u64(u32 caddr, u64 v) {
+    asm volatile("st.shared::cluster.u64 [%0], %1;\n" :: "r"(caddr), "l"(v) : "memory");
+}
+ESCHA_DEVICE void red_max_cluster(u32 caddr, int v) {
+    asm volatile("red.relaxed.cluster.shared::cluster.max.s32 [%0], %1;\n" :: "r"(caddr), "r"(v) : "memory");
+}
+}  // namespace escha
+
 // ---- shared-memory barriers (mbarrier) and bulk copies (sm_90): the coded GEMM's stage handshakes
 // (wgmma.h) and the fused kernel's activation chunks (fused.h, XH)
 namespace escha {

@@ -133,6 +133,16 @@ ESCHA_DEVICE void grid_dependents_launch() {}
 // Nothing to hide an L2 prefetch behind (no dependent launch: the loads follow at once).
 ESCHA_DEVICE void prefetch_l2(const void*) {}
 
+// No thread block clusters on RDNA (the fused kernel's CL > 1 is NVIDIA's; fused.h static_asserts
+// it): these only let the shared source compile.
+constexpr bool HAS_CLUSTERS = false;
+ESCHA_DEVICE u32 cluster_rank() { return 0; }
+ESCHA_DEVICE void cluster_barrier() { __syncthreads(); }
+ESCHA_DEVICE u32 cluster_map(u32 saddr, u32) { return saddr; }
+ESCHA_DEVICE void st_cluster_u32(u32, u32) {}
+ESCHA_DEVICE void st_cluster_u64(u32, u64) {}
+ESCHA_DEVICE void red_max_cluster(u32, int) {}
+
 // What a kernel can do instead (docs/AMD_ESTIMATE.md, docs/amd_fused_h.diff): issue the 16-byte
 // loads of a future trellis stage into VGPRs early, store them to LDS later, so the memory latency
 // overlaps work instead of stalling the wave at the copy. Non-temporal: streamed once.
