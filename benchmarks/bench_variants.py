@@ -1,0 +1,93 @@
+"""A/B of the dispatched fused configuration against variants of it, per problem: each variant is
+the tuned (config, launch) with some fields replaced, timed interleaved with it (ROUNDS rounds,
+the median of each), fp16 and / or bf16 activations. Prints a table and writes JSON.
+
+    python benchmarks/bench_variants.py --problems 4096x4096:2:mcg:16,4096x4096:3:mul1:16 \\
+        --variants "xh=0,swap=0,cluster=2" --out cluster.json
+    python benchmarks/bench_variants.py --problems 8192x28672:2:mcg:1 --variants "diag=3" --dtypes f16
+
+A variant is comma-separated FusedConfig fields (``splits=N`` sets the launch's split count);
+several variants are separated by ';'. ``diag=3`` times the kernel without its x prologue's work
+(include/escha/fused.h ESCHA_FUSED_DIAG, timing studies only). Timing: a CUDA graph over distinct
+weight copies (escha_jit.autotune.measure.time_chain, the tuner's timer).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import statistics
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchmarks.bench_linear import run_meta  # noqa: E402
+from escha_jit.autotune.measure import Problem, copies_for, random_weights, time_chain  # noqa: E402
+from escha_jit.kernels.fused import FusedLaunch  # noqa: E402
+from escha_jit.ops import fused as F  # noqa: E402
+from escha_jit.trellis import tile_words  # noqa: E402
+
+DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
+
+
+def parse_variant(text: str) -> dict:
+    out = {}
+    for item in filter(None, (t.strip() for t in text.split(","))):
+        name, _, value = item.partition("=")
+        if not value:
+            raise ValueError(f"variant item {item!r}: expected field=value")
+        out[name.strip()] = int(value)
+    return out
+
+
+def apply(cfg, launch, over: dict):
+    over = dict(over)
+    splits = over.pop("splits", launch.splits)
+    return dataclasses.replace(cfg, **over), FusedLaunch(splits)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--problems", required=True, help="IC x OC : K : codebook : M, comma separated")
+    ap.add_argument("--variants", required=True, help="';'-separated variants of 'field=value,...'")
+    ap.add_argument("--dtypes", default="f16,bf16")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--out", default="bench_variants.json")
+    args = ap.parse_args(argv)
+    variants = {v.strip(): parse_variant(v) for v in args.variants.split(";") if v.strip()}
+    dev = torch.device("cuda")
+    torch.manual_seed(0)
+    rows = []
+    for spec in args.problems.split(","):
+        shape, K, cb, M = spec.split(":")
+        IC, OC = (int(s) for s in shape.split("x"))
+        K, M = float(K), int(M)
+        ws = random_weights(Problem(IC, OC, K, cb, M), copies_for(IC * OC // 256 * tile_words(K) * 2), dev)
+        for dn in args.dtypes.split(","):
+            x = torch.randn(M, IC, device=dev, dtype=DTYPES[dn])
+            out = torch.empty(M, OC, device=dev, dtype=DTYPES[dn])
+            plan = F.plan_for(dev, K, cb, IC, OC, dn, dn, M)
+            runs = {"tuned": (plan.cfg, plan.launch)}
+            runs.update({name: apply(plan.cfg, plan.launch, over) for name, over in variants.items()})
+            times = {name: [] for name in runs}
+            for _ in range(args.rounds):
+                for name, (cfg, launch) in runs.items():
+                    calls = [lambda w=w, c=cfg, la=launch: F.fused_linear(x, w, out=out, cfg=c, launch=la) for w in ws]
+                    times[name].append(time_chain(calls, 20) * 1e6)
+            us = {name: statistics.median(v) for name, v in times.items()}
+            c = plan.cfg
+            print(f"{spec:<22} {dn:<4} tuned w{c.warps} r{c.rows_per_stage} s{c.stages} b{c.min_blocks} x{c.xh} "
+                  f"c{c.cluster} S{plan.launch.splits} {us['tuned']:7.2f} | " +
+                  "  ".join(f"{n}: {us[n]:7.2f} ({us[n] / us['tuned']:.3f})" for n in variants), flush=True)
+            rows.append(dict(problem=spec, dtype=dn, cfg=dataclasses.asdict(c), splits=plan.launch.splits, us=us,
+                             ratio={n: us[n] / us["tuned"] for n in variants}))
+        del ws
+        torch.cuda.empty_cache()
+    with open(args.out, "w") as f:
+        json.dump(dict(meta=run_meta(), variants=variants, rows=rows), f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
