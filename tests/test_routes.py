@@ -118,3 +118,23 @@ def test_cluster_candidates():
     assert {c.cfg.cluster for c in fused_candidates("sm_90", 2.0, 4096, 4096, 8, 132, cluster=(1, 2))} == {1}
     assert {c.cfg.cluster for c in fused_candidates("gfx1201", 2.0, 4096, 4096, 16, 32, cluster=(1, 2))} == {1}
     assert {c.cfg.cluster for c in fused_candidates("sm_90", 2.0, 4096, 384, 16, 132, cluster=(1, 2))} == {1}
+
+
+def test_cuda_launch_attributes_for_clusters():
+    """The launch attributes cuLaunchKernelEx gets (built once per (pdl, cluster)), and the grid
+    check before any driver call; needs cuda-bindings, not a GPU."""
+    cuda = pytest.importorskip("escha_jit.runtime.cuda")
+    try:
+        rt = cuda.CudaRuntime()
+    except Exception as e:  # noqa: BLE001 - cuda-bindings absent or unusable here
+        pytest.skip(f"no CUDA driver bindings: {e}")
+    ids = rt.drv.CUlaunchAttributeID
+    both = rt._launch_attrs(True, 2)
+    assert [a.id for a in both] == [ids.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+                                    ids.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION]
+    assert (both[1].value.clusterDim.x, both[1].value.clusterDim.y, both[1].value.clusterDim.z) == (2, 1, 1)
+    assert rt._launch_attrs(True, 2) is both
+    assert [a.id for a in rt._launch_attrs(False, 4)] == [ids.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION]
+    assert [a.id for a in rt._launch_attrs(True, 1)] == [ids.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION]
+    with pytest.raises(ValueError, match="grid x 3 is not a multiple of the cluster size 2"):
+        rt.launch_ex(None, (3, 1, 1), (256, 1, 1), 0, 0, (), (), "k", True, 2)
