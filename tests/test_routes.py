@@ -114,8 +114,9 @@ def test_cluster_candidates():
                            xh=(0, 1), cluster=(1, 2, 4))
     assert {(c.cfg.xh, c.cfg.cluster) for c in c16} == {(0, 1), (0, 2), (0, 4), (1, 1)}
     assert any(c.key().endswith("_x0_c2_S4") for c in c16)
-    # M <= 8 (the swapped route), AMD, and OC/128 not a multiple: no clusters
+    # M <= 8 (the swapped route), M > 16, AMD, and OC/128 not a multiple: no clusters
     assert {c.cfg.cluster for c in fused_candidates("sm_90", 2.0, 4096, 4096, 8, 132, cluster=(1, 2))} == {1}
+    assert {c.cfg.cluster for c in fused_candidates("sm_90", 2.0, 4096, 4096, 17, 132, cluster=(1, 2))} == {1}
     assert {c.cfg.cluster for c in fused_candidates("gfx1201", 2.0, 4096, 4096, 16, 32, cluster=(1, 2))} == {1}
     assert {c.cfg.cluster for c in fused_candidates("sm_90", 2.0, 4096, 384, 16, 132, cluster=(1, 2))} == {1}
 

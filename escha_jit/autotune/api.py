@@ -30,10 +30,11 @@ DEFAULT_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 # benchmarks/RESULTS.md session 13). Warps 16 is searched from M = 9 on (candidates.py). Both A
 # sides at every M: the in-kernel prologue (xh 0) repeats the input Hadamard in every column
 # group, the prep kernel (xh 1) costs a launch; at M = 16 the first wins on 4096x4096 and smaller
-# shapes (with 16 waves sharing it), the second on the wider ones (session 14). Clusters of 2 or 4
+# shapes (with 16 waves sharing it), the second on the wider ones (session 14). Clusters of 2
 # column groups sharing the in-kernel prologue (NVIDIA, M = 9..16 with xh 0): 4096x4096 at M = 16
-# 0.94x the time with 2 (session 16).
-TUNE_GRID = dict(warps=(4, 8, 16), rows=(4, 8, 16), stages=(2, 3), min_blocks=(1, 2), xh=(0, 1), cluster=(1, 2, 4))
+# 0.92-0.96x the time; 4 and 8 were slower there (session 16), and each size is one more kernel per
+# xh 0 candidate to compile, so grid={"cluster": (1, 2, 4)} widens it on request.
+TUNE_GRID = dict(warps=(4, 8, 16), rows=(4, 8, 16), stages=(2, 3), min_blocks=(1, 2), xh=(0, 1), cluster=(1, 2))
 GRID_AXES = tuple(TUNE_GRID)        # what tune_grid's overrides may name
 
 

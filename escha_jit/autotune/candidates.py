@@ -36,8 +36,8 @@ def fused_candidates(arch: str, K: float, IC: int, OC: int, M: int, sms: int,
                      cluster=(1,), max_waves: float = 8.0, min_waves: float = 0.5) -> list[Candidate]:
     """Every (config, launch) that fits the arch's shared memory and registers and tiles the
     problem; ordered deterministically. Cluster sizes above 1 apply where a cluster can share the
-    prologue: NVIDIA, the fp16 route (M above the swapped route's) with the in-kernel prologue
-    (xh 0), and OC/128 a multiple of the size."""
+    prologue and where they were measured: NVIDIA, the fp16 route at M = 9..16 (above the swapped
+    route's M, one m tile) with the in-kernel prologue (xh 0), and OC/128 a multiple of the size."""
     mt = 1
     while 16 * mt < M:
         mt *= 2
@@ -46,7 +46,9 @@ def fused_candidates(arch: str, K: float, IC: int, OC: int, M: int, sms: int,
     groups = OC // 128
     cap = SMEM_CAP.get(arch, 99 * 1024)
     out = []
-    clusters = [c for c in cluster if c == 1 or (vendor_of(arch) == "nvidia" and M > SWAP_MAX_M and groups % c == 0)]
+    # clusters: measured at one m tile only (M = 9..16; session 16), so searched there only
+    clusters = [c for c in cluster
+                if c == 1 or (vendor_of(arch) == "nvidia" and SWAP_MAX_M < M <= 16 and groups % c == 0)]
     for w, r, st, mb, xm, cl in itertools.product(warps, rows, stages, min_blocks, xh, clusters):
         if cl > 1 and xm:
             continue
