@@ -253,10 +253,7 @@ struct FusedLinear {
         // The block's shared state above (zero bytes, mask, row exponents, XH's chunk barriers) is
         // complete for every thread from here on: a barrier before the wait, off the path after it.
         // (CL > 1: in every block of the cluster, which all start here before any writes another.)
-        if constexpr (CL > 1)
-            cluster_barrier();
-        else
-            __syncthreads();
+        block_or_cluster_barrier();
         // Launched as a programmatic dependent (NVIDIA): the weights above may stream while the
         // previous kernel finishes; x / xh and every global write (y, workspace, counters) wait.
         grid_dependency_wait();
@@ -782,8 +779,8 @@ struct FusedLinear {
         const DivMod by_nkb(nkb);                            // item -> (row, 128-block): items < 2^22
         const int k_begin = blockIdx.y * p.k_split;
         const bool vec = p.in_valid == p.IC && (p.ldx % 8) == 0 && (reinterpret_cast<u64>(p.x) % 16) == 0;
-        // CL > 1: this block's items are rank, rank + CL*WARPS, ... per wave (the cluster's blocks
-        // take interleaved waves' worth); the visit writes them into every block
+        // CL > 1: wave w of the block of rank r takes items r*WARPS + w + k*CL*WARPS (the cluster's
+        // blocks interleave in runs of WARPS items); the visit writes them into every block
         const int first = CL > 1 ? (int)cluster_rank() * WARPS + wave : wave;
         for (int item0 = first; item0 < items; item0 += BATCH * WARPS * CL) {
             Raw4 raw[BATCH];
@@ -853,6 +850,8 @@ struct FusedLinear {
         block_or_cluster_barrier();
     }
 
+    // __syncthreads, or with CL > 1 the cluster's barrier (shared-memory writes to any block of the
+    // cluster before it are visible to all after it)
     ESCHA_DEVICE static void block_or_cluster_barrier() {
         if constexpr (CL > 1)
             cluster_barrier();
