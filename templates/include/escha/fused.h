@@ -825,22 +825,21 @@ struct FusedLinear {
             float amax = 0.f;
             #pragma unroll
             for (int i = 0; i < 4; ++i) amax = fmaxf(amax, fabsf(v[i]));
-            if constexpr (CL > 1) {
-                // a row's exponent and the "raised" flag are the cluster's: raised in every block
-                if (fp16_fits_or(amax, lane, [&](int e) {
-                        #pragma unroll
-                        for (int q = 0; q < CL; ++q) {
-                            red_max_cluster(cluster_map(smem_addr(row_exp + m), (u32)q), e);
-                            st_cluster_u32(cluster_map(smem_addr(raised), (u32)q), 1u);
-                        }
-                    }))
-                    store(m, kb, v, 1.f);
-            } else {
-                if (fp16_fits_or_raise(amax, lane, row_exp + m))
-                    store(m, kb, v, 1.f);
-                else if (lane == 0)
-                    *raised = 1;                                 // rare: redone below
-            }
+            // rare: the row is raised (its exponent, and the flag that has it redone below); with
+            // CL > 1 both are the cluster's, raised in every block
+            const auto raise = [&](int e) {
+                if constexpr (CL > 1) {
+                    #pragma unroll
+                    for (int q = 0; q < CL; ++q) {
+                        red_max_cluster(cluster_map(smem_addr(row_exp + m), (u32)q), e);
+                        st_cluster_u32(cluster_map(smem_addr(raised), (u32)q), 1u);
+                    }
+                } else {
+                    atomicMax(row_exp + m, e);
+                    *raised = 1;
+                }
+            };
+            if (fp16_fits_or(amax, lane, raise)) store(m, kb, v, 1.f);
         });
         block_or_cluster_barrier();
         if (!*raised) return;                                    // block-uniform (CL > 1: cluster-uniform)
