@@ -3,6 +3,7 @@ that ships in tuning/<arch>.json, with a report of tuned vs heuristic per proble
 
     python benchmarks/tune_shapes.py --out tuned.json [--buckets 1,4,16] [--budget 3]
     python benchmarks/tune_shapes.py --buckets 16 --onto tuning/sm_90.json --out tuned.json   # one bucket re-tuned
+    python benchmarks/tune_shapes.py --buckets 16 --shapes 4096x14336 --onto tuning/sm_90.json   # one shape's
 """
 from __future__ import annotations
 
@@ -41,6 +42,8 @@ def main(argv=None):
     ap.add_argument("--buckets", default="1,4,16")
     ap.add_argument("--dtypes", default="f16,bf16")
     ap.add_argument("--budget", type=float, default=3.0)
+    ap.add_argument("--shapes", default="", help="ICxOC list, e.g. 4096x14336,14336x4096: tune only these "
+                    "(default: the PERF.md shapes and the test checkpoints')")
     ap.add_argument("--onto", default="", help="a table (e.g. the shipped tuning/sm_90.json) that --out is this "
                     "run's entries merged onto: re-tune some buckets, keep the rest")
     for axis in GRID_AXES:
@@ -49,8 +52,15 @@ def main(argv=None):
     args = ap.parse_args(argv)
     grid = {a: [int(v) for v in getattr(args, a).split(",")] for a in GRID_AXES if getattr(args, a)}
     dt = {"f16": torch.float16, "bf16": torch.bfloat16}
+    todo = shapes()
+    if args.shapes:
+        wanted = {tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")}
+        todo = [s for s in todo if (s.IC, s.OC) in wanted]
+        if not todo:
+            ap.error(f"--shapes {args.shapes}: none of these is among the tuned shapes "
+                     f"{sorted({(s.IC, s.OC) for s in shapes()})}")
     t0 = time.perf_counter()
-    rep = tune(None, shapes=shapes(), m_buckets=[int(b) for b in args.buckets.split(",")],
+    rep = tune(None, shapes=todo, m_buckets=[int(b) for b in args.buckets.split(",")],
                dtypes=[dt[d] for d in args.dtypes.split(",")], budget_s=args.budget, save=True, progress=True,
                grid=grid)
     print(rep.summary())
