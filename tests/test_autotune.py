@@ -1,4 +1,5 @@
 """Autotuning on the CPU: search with an injected timer, tables, candidates, prebuild + load."""
+import itertools
 import json
 import logging
 import os
@@ -249,11 +250,22 @@ def test_tune_skips_candidates_whose_kernels_failed_their_checks(caplog):
     assert usable("sm_90", p4, c4, {}) == c4
 
 
-def _untuned_choice(K, cb, IC, OC, M, sms=132):
+def _untuned_choice(K, cb, IC, OC, M, sms=132, cluster_slots=None):
     from escha_jit.autotune.api import heuristic_candidate
     from escha_jit.autotune.measure import Problem
-    c = heuristic_candidate(Problem(IC, OC, K, cb, M), sms, "sm_90")
+    c = heuristic_candidate(Problem(IC, OC, K, cb, M), sms, "sm_90", cluster_slots)
     return c.cfg, c.launch
+
+
+def _h200_cluster_slots(asked=None):
+    """The resident-cluster counts the H200's driver gives the 16-wave fused kernels (one block per
+    SM; cuOccupancyMaxActiveClusters, benchmarks/RESULTS.md session 17), as ops/fused.cluster_slots
+    would return them; ``asked`` collects the (cluster, splits) asked about."""
+    def slots(cfg, splits):
+        if asked is not None:
+            asked.append((cfg.cluster, splits))
+        return {2: H200_CLUSTERS_OF_2, 4: H200_CLUSTERS_OF_4}[cfg.cluster]
+    return slots
 
 
 def test_untuned_choice_follows_the_h200_table():
@@ -280,17 +292,49 @@ def test_untuned_choice_follows_the_h200_table():
     assert (cfg.warps, cfg.xh) == (4, 1)
 
 
+H200_CLUSTERS_OF_2, H200_CLUSTERS_OF_4 = 66, 30
+
+
+@pytest.mark.parametrize("shape,K,cb,want", [
+    # measured (RESULTS.md sessions 16-17): clusters won here ...
+    ((4096, 4096), 2.0, "mcg", (0, 2, 4)),          # 8 items per wave at CL 1; 64 clusters of 2 (66 fit)
+    ((4096, 14336), 2.0, "mcg", (0, 4, 1)),         # 32 -> 8 per wave; 28 clusters of 4
+    ((13824, 5120), 4.0, "mul1", (0, 4, 3)),        # 36 -> 9; 30 clusters of 4
+    # ... and lost here: more clusters than are resident at once, too many items, too few
+    ((14336, 4096), 2.0, "mcg", (1, 1, 4)),         # 32 clusters of 4
+    ((8192, 8192), 4.0, "mul1", (1, 1, 2)),         # 32 clusters of 4; 16 items per wave at CL 2
+    ((5120, 13824), 4.0, "mul1", (1, 1, 2)),        # 108 clusters of 2 (66 fit), 54 of 4 (30)
+    ((4096, 1024), 2.0, "mcg", (0, 1, 16)),         # 2 items per wave: no cluster
+])
+def test_untuned_clusters_where_all_are_resident(shape, K, cb, want):
+    """M = 9..16 with 16 waves: the heuristic splits the in-kernel prologue over clusters of 2 or 4
+    blocks from 8 items per wave, up to 10 per wave of a cluster, and only where every cluster of
+    the launch is resident at once (the driver's count, here the H200's); (xh, cluster, splits)
+    as measured best of the in-kernel / clustered / prep-kernel choices of these shapes."""
+    from escha_jit.kernels import fused
+    asked = []
+    cfg, launch = _untuned_choice(K, cb, *shape, 16, cluster_slots=_h200_cluster_slots(asked))
+    assert (cfg.xh, cfg.cluster, launch.splits) == want, (cfg, launch, asked)
+    assert cfg.warps == 16 and cfg in fused.default_configs(16, codebook=cb, K=K)
+    assert all(S == launch.splits for _, S in asked)                 # asked about the launch it makes
+    # without a count (no GPU, AMD) no clusters, and the rest of the choice is the same
+    plain, plain_launch = _untuned_choice(K, cb, *shape, 16)
+    assert plain.cluster == 1 and plain_launch == launch
+    assert plain.xh == (1 if shape[0] * 16 // launch.splits // 128 > 16 * fused.XH_MAX_ITEMS_PER_WAVE else 0)
+
+
 @pytest.mark.parametrize("M", [1, 3, 8, 9, 16])
 @pytest.mark.parametrize("IC,OC", [(128, 128), (384, 640), (2944, 2944), (3584, 18944), (18944, 3584),
-                                   (5120, 13824), (8192, 8192), (128, 28672)])
+                                   (5120, 13824), (8192, 8192), (128, 28672), (3072, 6144), (13824, 5120)])
 def test_untuned_choice_is_shipped_and_launchable(M, IC, OC):
     """Whatever the heuristic picks is one of the shipped configurations (CI compiles those), tiles
-    IC, and fits the shared memory a block may take; IC = 128 / 2944 (no 16-row stages) falls back
-    to the shape-free default."""
+    IC and OC (clusters), and fits the shared memory a block may take; IC = 128 / 2944 (no 16-row
+    stages) falls back to the shape-free default."""
     from escha_jit.kernels import fused
-    for K, cb in ((2.0, "mcg"), (4.0, "mul1"), (8.0, "3inst")):
-        cfg, launch = _untuned_choice(K, cb, IC, OC, M)
-        assert cfg in fused.default_configs(M)
+    for (K, cb), slots in itertools.product(((2.0, "mcg"), (4.0, "mul1"), (8.0, "3inst")), (None, _h200_cluster_slots())):
+        cfg, launch = _untuned_choice(K, cb, IC, OC, M, cluster_slots=slots)
+        assert cfg in fused.default_configs(M, codebook=cb, K=K)
+        assert (OC // fused.COLS) % cfg.cluster == 0
         kr = IC // launch.splits
         assert IC % launch.splits == 0 and kr % (16 * cfg.rows_per_stage) == 0
         routed = fused.swap_route(cfg, "nvidia", cb, M)

@@ -399,6 +399,39 @@ def test_fused_cluster_prologue_same_bits(cfg, M, cluster, big_row):
             assert rel_rms(y, ref) < TOL[dt], rel_rms(y, ref)
 
 
+def test_cluster_slots_from_the_driver():
+    """ops/fused.cluster_slots: the driver's count of resident clusters of the 16-wave fused kernel
+    (one block per SM) - at least one, at most the SMs it takes, fewer of 4 than of 2."""
+    if torch.version.hip is not None:
+        pytest.skip("thread block clusters are NVIDIA's")
+    sms = torch.cuda.get_device_properties(DEV).multi_processor_count
+    slots = F.cluster_slots(torch.device(DEV), 2.0, "mcg", "f16", "f16", 16, 4096)
+    n = {cl: slots(F.FusedConfig(warps=16, rows_per_stage=16, stages=2, min_blocks=1, cluster=cl), 4) for cl in (2, 4)}
+    print(f"resident clusters of 16-wave fused blocks on {torch.cuda.get_device_name()}: {n}")
+    assert 1 <= n[4] <= sms // 4 and 1 <= n[2] <= sms // 2 and n[4] <= n[2], n
+
+
+@pytest.mark.parametrize("IC,OC,cl,S", [(3072, 8192, 2, 2), (3072, 14336, 4, 1)])
+def test_untuned_m16_takes_the_clusters_that_fit(IC, OC, cl, S):
+    """An untuned M = 16 call of a shape whose 16-wave split leaves many prologue items per wave
+    runs clusters of ``cl`` blocks where the driver says all of them are resident at once (else one
+    block each); the result is bit-identical to the same launch without clusters."""
+    if torch.version.hip is not None:
+        pytest.skip("thread block clusters are NVIDIA's")
+    w = _layer(IC, OC, 2.0, "mcg", 53)
+    x = torch.randn(16, IC, device=DEV).half()
+    F._PLANS.clear()
+    plan = F.plan_for(torch.device(DEV), 2.0, "mcg", IC, OC, "f16", "f16", 16)
+    slots = F.cluster_slots(torch.device(DEV), 2.0, "mcg", "f16", "f16", 16, IC)
+    c = dataclasses.replace(plan.cfg, cluster=cl, xh=0)
+    fits = (OC // F.COLS) * S <= cl * slots(c, S)
+    assert plan.source == "heuristic" and plan.launch.splits == S
+    assert (plan.cfg.warps, plan.cfg.cluster) == (16, cl if fits else 1), (plan.cfg, fits)
+    y = F.fused_linear(x, w)
+    y_one = F.fused_linear(x, w, cfg=dataclasses.replace(c, cluster=1), launch=plan.launch)
+    assert torch.equal(y, y_one)
+
+
 def test_fused_cluster_bad_config():
     w = _layer(512, 384, 2.0, "mcg", 48)
     x = torch.randn(16, 512, device=DEV).half()

@@ -12,7 +12,7 @@ from typing import Iterable, Mapping, Optional, Sequence
 import torch
 
 from .. import __version__
-from ..kernels.fused import MAX_M, FusedConfig, default_config_for, default_launch, swap_route
+from ..kernels.fused import MAX_M, ClusterSlots, FusedConfig, default_config_for, default_launch, swap_route
 from ..nn import EschaLinear
 from ..offline import compile_all
 from ..ops.common import DTYPE_NAMES, arch_of
@@ -30,11 +30,11 @@ DEFAULT_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 # benchmarks/RESULTS.md session 13). Warps 16 is searched from M = 9 on (candidates.py). Both A
 # sides at every M: the in-kernel prologue (xh 0) repeats the input Hadamard in every column
 # group, the prep kernel (xh 1) costs a launch; at M = 16 the first wins on 4096x4096 and smaller
-# shapes (with 16 waves sharing it), the second on the wider ones (session 14). Clusters of 2
-# column groups sharing the in-kernel prologue (NVIDIA, M = 9..16 with xh 0): 4096x4096 at M = 16
-# 0.92-0.96x the time; 4 and 8 were slower there (session 16), and each size is one more kernel per
-# xh 0 candidate to compile, so grid={"cluster": (1, 2, 4)} widens it on request.
-TUNE_GRID = dict(warps=(4, 8, 16), rows=(4, 8, 16), stages=(2, 3), min_blocks=(1, 2), xh=(0, 1), cluster=(1, 2))
+# shapes (with 16 waves sharing it), the second on the wider ones (session 14). Clusters of column
+# groups sharing the in-kernel prologue (NVIDIA, M = 9..16 with xh 0): 2 at 4096x4096 M = 16 0.92-0.96x
+# the time (session 16), 4 won 9 of the 12 M = 16 problems of 4096x14336 (session 17); 8 was slower
+# wherever measured, and each size is one more kernel per xh 0 candidate to compile.
+TUNE_GRID = dict(warps=(4, 8, 16), rows=(4, 8, 16), stages=(2, 3), min_blocks=(1, 2), xh=(0, 1), cluster=(1, 2, 4))
 GRID_AXES = tuple(TUNE_GRID)        # what tune_grid's overrides may name
 
 
@@ -122,7 +122,8 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
     timers, specs = [], {}
     for p in problems:
         cands = fused_candidates(arch, p.K, p.IC, p.OC, p.M, sms, **search)
-        specs.update(dict(candidate_specs(arch, p.K, p.codebook, DTYPE_NAMES[p.dtype], cands + [heuristic_candidate(p, sms, arch)])))
+        heur = heuristic_candidate(p, sms, arch, _cluster_slots(dev, p))
+        specs.update(dict(candidate_specs(arch, p.K, p.codebook, DTYPE_NAMES[p.dtype], cands + [heur])))
         timers.append((p, cands, None))
     compiled = compile_all(arch, specs=list(specs.items()), jobs=os.cpu_count())
     unusable = {r.spec: r.error or "; ".join(r.problems) for r in compiled if not r.ok}
@@ -135,7 +136,7 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
     for p, cands, _ in timers:
         t0 = time.perf_counter()
         timer = FusedTimer(p, dev)
-        heur = heuristic_candidate(p, sms, arch)
+        heur = heuristic_candidate(p, sms, arch, _cluster_slots(dev, p))
         t_heur = timer(heur, 15)
         rep = successive_halving(usable(arch, p, cands, unusable), timer, budget_s=budget_s, describe=Candidate.key)
         best = rep.best
@@ -167,14 +168,21 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
     return TuneReport(arch, rows, path, time.perf_counter() - t_start)
 
 
-def heuristic_candidate(p, sms: int, arch: str = "sm_90") -> Candidate:
-    """What an untuned call of problem ``p`` runs (the config and launch of ops/fused.py plan_for)."""
+def heuristic_candidate(p, sms: int, arch: str = "sm_90", cluster_slots: Optional[ClusterSlots] = None) -> Candidate:
+    """What an untuned call of problem ``p`` runs (the config and launch of ops/fused.py plan_for;
+    ``cluster_slots`` as there, None: no clusters)."""
     from ..kernels.fused import SMEM_BUDGET
     from ..spec import vendor_of
     vendor = vendor_of(arch)
-    cfg = default_config_for(p.K, p.codebook, p.IC, p.OC, p.M, sms, vendor, SMEM_BUDGET[vendor])
+    cfg = default_config_for(p.K, p.codebook, p.IC, p.OC, p.M, sms, vendor, SMEM_BUDGET[vendor], cluster_slots)
     routed = swap_route(cfg, vendor, p.codebook, p.M)            # the launch is sized for the route it runs
     return Candidate(cfg, default_launch(routed, p.K, p.IC, p.OC, p.M, sms, smem_cap=SMEM_BUDGET[vendor], vendor=vendor))
+
+
+def _cluster_slots(dev: torch.device, p) -> Optional[ClusterSlots]:
+    from ..ops.fused import cluster_slots
+    dt = DTYPE_NAMES[p.dtype]
+    return cluster_slots(dev, p.K, p.codebook, dt, dt, p.M, p.IC)
 
 
 def _toolchain_id(arch: str) -> str:

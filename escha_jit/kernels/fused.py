@@ -14,11 +14,15 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
-from typing import Optional
+from typing import Callable, Optional
 
 from ..spec import KernelSpec, vendor_of
 from ..trellis import tile_words
 from . import DTYPE_CODES
+
+# (config, splits) -> how many thread block clusters of config.cluster blocks of that launch can be
+# resident on the GPU at once (the driver's cuOccupancyMaxActiveClusters; ops/fused.py cluster_slots)
+ClusterSlots = Callable[["FusedConfig", int], int]
 
 COLS = 128
 ARGS = ("ptr", "i64", "ptr", "i64", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr",
@@ -248,11 +252,22 @@ _MID_M = {
     "w8": FusedConfig(warps=8, m_tiles=1, rows_per_stage=16, stages=2, min_blocks=2, xh=1),
     "w16": FusedConfig(warps=16, m_tiles=1, rows_per_stage=16, stages=2, min_blocks=1, xh=0),
     "w16x": FusedConfig(warps=16, m_tiles=1, rows_per_stage=16, stages=2, min_blocks=1, xh=1),
+    "w16c2": FusedConfig(warps=16, m_tiles=1, rows_per_stage=16, stages=2, min_blocks=1, xh=0, cluster=2),
+    "w16c4": FusedConfig(warps=16, m_tiles=1, rows_per_stage=16, stages=2, min_blocks=1, xh=0, cluster=4),
 }
 # the fp16 route rotates x in the kernel while a wave has at most this many (row, 128-feature) items
 # (one batch of fused.h's rotated_items); past that the prep kernel is cheaper (H200 table:
 # 4096x4096 M = 16 at 8 items per wave rotates in the kernel, 14336x4096 at 28 does not)
 XH_MAX_ITEMS_PER_WAVE = 8
+# Clusters of CL 16-wave blocks split those items CL ways (fused.h rotated_items; FusedConfig.cluster).
+# H200 (benchmarks/RESULTS.md sessions 16-17, times relative to the choice without clusters): they
+# pay from 8 items per wave (4096x4096 / 2048x8192 at 8, CL 2: 0.92-0.96x; 4096x1024 at 2: 1.04x)
+# up to 10 items per wave of a cluster (3072x6144 / 4096x8192 at 12 / 16, CL 2: 0.95x the prep
+# kernel's time; 13824x5120 at 36 / 4: 0.93x; 5120x13824 at 40 / 4: 0.98-0.99x; 8192x8192 at 32 / 2:
+# 1.04x), and only while every cluster of the launch is resident at once (the driver's count: 66
+# of 2 and 30 of 4 on the H200): 14336x4096 and 8192x8192 at 32 clusters of 4 took 1.6-1.8x.
+XH_CLUSTER_MIN_ITEMS = 8
+XH_CLUSTER_MAX_ITEMS = 10
 
 
 def default_configs(M: int, vendor: str = "nvidia", codebook: Optional[str] = None,
@@ -276,14 +291,15 @@ def _default_allowed(cfg: FusedConfig, codebook: Optional[str], K: Optional[floa
 
 
 def default_config_for(K: float, codebook: str, IC: int, OC: int, M: int, sms: int,
-                       vendor: str = "nvidia", smem_cap: int = SMEM_BUDGET["nvidia"]) -> FusedConfig:
+                       vendor: str = "nvidia", smem_cap: int = SMEM_BUDGET["nvidia"],
+                       cluster_slots: Optional[ClusterSlots] = None) -> FusedConfig:
     """The untuned configuration of one problem (the tuned table overrides it).
 
     NVIDIA, M <= 16: of :data:`_SMALL_M` / :data:`_MID_M` and :func:`default_config`, the one whose
     launch (:func:`default_launch`) the SM-balance model (:func:`_modeled_time`) rates fastest;
-    at M = 9..16 with 16 waves the in-kernel prologue when a wave rotates at most
-    :data:`XH_MAX_ITEMS_PER_WAVE` items. AMD, M > 16, and where IC admits no 16-row stages:
-    :func:`default_config`."""
+    at M = 9..16 with 16 waves the x source of :func:`_w16_prologue` (clusters only where
+    ``cluster_slots`` says how many are resident at once: None, e.g. without a GPU, means none).
+    AMD, M > 16, and where IC admits no 16-row stages: :func:`default_config`."""
     fallback = default_config(M, vendor)
     if vendor != "nvidia" or M > 16:
         return fallback
@@ -303,9 +319,26 @@ def default_config_for(K: float, codebook: str, IC: int, OC: int, M: int, sms: i
     if best is None:
         return fallback
     _, cfg, S = best
-    if cfg.warps == 16 and M * (IC // S // 128) > XH_MAX_ITEMS_PER_WAVE * cfg.warps:
-        cfg = _MID_M["w16x"] if _default_allowed(_MID_M["w16x"], codebook, K) else _MID_M["w8"]
-    return cfg
+    return _w16_prologue(K, codebook, IC, OC, M, S, cluster_slots) if cfg.warps == 16 else cfg
+
+
+def _w16_prologue(K: float, codebook: str, IC: int, OC: int, M: int, S: int,
+                  cluster_slots: Optional[ClusterSlots]) -> FusedConfig:
+    """The 16-wave M = 9..16 configuration at S splits by where its x comes from: the in-kernel
+    prologue split over clusters of 2 or 4 blocks (the smallest that leaves a wave at most
+    :data:`XH_CLUSTER_MAX_ITEMS` items, from :data:`XH_CLUSTER_MIN_ITEMS` at CL = 1, where every
+    cluster of the launch is resident at once), else the in-kernel prologue of one block (at most
+    :data:`XH_MAX_ITEMS_PER_WAVE` items per wave), else the prep kernel."""
+    items = M * (IC // S // 128) / 16                    # Hadamard items per wave of one block
+    groups = OC // COLS
+    if cluster_slots is not None and items >= XH_CLUSTER_MIN_ITEMS:
+        for cfg in (_MID_M["w16c2"], _MID_M["w16c4"]):
+            cl = cfg.cluster
+            if groups % cl == 0 and items / cl <= XH_CLUSTER_MAX_ITEMS and groups * S <= cl * cluster_slots(cfg, S):
+                return cfg
+    if items <= XH_MAX_ITEMS_PER_WAVE:
+        return _MID_M["w16"]
+    return _MID_M["w16x"] if _default_allowed(_MID_M["w16x"], codebook, K) else _MID_M["w8"]
 
 
 def _amd_default_config(M: int) -> FusedConfig:

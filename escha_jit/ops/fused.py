@@ -8,7 +8,7 @@ from typing import Optional
 import torch
 
 from ..kernels import prep
-from ..kernels.fused import (ARGS, COLS, I8_MAX_M, MAX_M, SMEM_BUDGET, FusedConfig, FusedLaunch, check_act_quant,
+from ..kernels.fused import (ARGS, COLS, I8_MAX_M, MAX_M, SMEM_BUDGET, ClusterSlots, FusedConfig, FusedLaunch, check_act_quant,
                              default_config, default_config_for, default_config_i8, default_launch, render_extra, smem_layout, spec_for,
                              swap_route, x_chunks)
 from ..kernels.registry import fused_fits
@@ -127,7 +127,9 @@ def plan_for(dev: torch.device, K: float, codebook: str, IC: int, OC: int, in_dt
         else:
             source = "heuristic"
     vendor = vendor_of(arch)
-    cfg = cfg or default_config_for(K, codebook, IC, OC, M, _sms(dev), vendor, SMEM_BUDGET[vendor])
+    if cfg is None:
+        slots = cluster_slots(dev, K, codebook, in_dt, out_dt, M, IC) if launch is None else None
+        cfg = default_config_for(K, codebook, IC, OC, M, _sms(dev), vendor, SMEM_BUDGET[vendor], slots)
     if 16 * cfg.m_tiles < M:
         raise ValueError(f"config {cfg} covers M <= {16 * cfg.m_tiles}, got M={M}")
     routed = swap_route(cfg, vendor, codebook, M, act_quant)
@@ -152,6 +154,22 @@ def plan_for(dev: torch.device, K: float, codebook: str, IC: int, OC: int, in_dt
                            pdl_supported(arch), source,
                            x_chunks((OC // COLS) * launch.splits, _sms(dev) * cfg.min_blocks))
     return p
+
+
+def cluster_slots(dev: torch.device, K: float, codebook: str, in_dt: str, out_dt: str, M: int,
+                  IC: int) -> Optional[ClusterSlots]:
+    """The heuristic's count of resident clusters (kernels.fused.ClusterSlots) for one problem's
+    fused kernels on ``dev``, from the driver (loads the cluster kernel asked about: one compile
+    the heuristic may not use); None where there are no clusters (AMD)."""
+    arch = arch_of(dev)
+    if vendor_of(arch) != "nvidia":
+        return None
+
+    def slots(cfg: FusedConfig, splits: int) -> int:
+        spec = spec_for(arch, K, codebook, in_dt, out_dt, cfg)
+        k = kernel_for(spec, dev, ARGS, render_extra(spec))
+        return k.max_active_clusters((32 * cfg.warps,), smem_layout(cfg, K, M, IC // splits).total, cfg.cluster)
+    return slots
 
 
 def prep_kernel(dev: torch.device, in_dtype: str):

@@ -101,6 +101,9 @@ class VendorRuntime:
         raise NotImplementedError(f"{name}: programmatic dependent launch and thread block clusters are "
                                   f"NVIDIA sm_90 features")
 
+    def max_active_clusters(self, fn, block, smem: int, cluster: int, name: str) -> int:
+        raise NotImplementedError(f"{name}: thread block clusters are an NVIDIA sm_90 feature")
+
 
 class Kernel:
     """A loaded kernel function with its argument kinds (a list of ARG_TYPES keys)."""
@@ -119,9 +122,7 @@ class Kernel:
         grid x a multiple of it)."""
         if len(args) != len(self.arg_kinds):
             raise TypeError(f"{self.name} takes {len(self.arg_kinds)} arguments, got {len(args)}")
-        if smem > 48 * 1024 and smem > self._max_smem:
-            self.runtime.set_max_dynamic_smem(self.handle, smem)   # once per size increase
-            self._max_smem = smem
+        self._allow_smem(smem)
         if stream is None:
             stream = torch.cuda.current_stream().cuda_stream
         vals = tuple(arg_value(k, a) for k, a in zip(self.arg_kinds, args))
@@ -131,3 +132,15 @@ class Kernel:
             self.runtime.launch_ex(self.handle, g, b, smem, stream, vals, self._ctypes, self.name, pdl, cluster)
         else:
             self.runtime.launch(self.handle, g, b, smem, stream, vals, self._ctypes, self.name)
+
+    def max_active_clusters(self, block: Sequence[int], smem: int, cluster: int) -> int:
+        """How many thread block clusters of ``cluster`` blocks (``block`` threads, ``smem`` bytes of
+        dynamic shared memory each) the GPU can hold at once (NVIDIA sm_90; the driver's count)."""
+        self._allow_smem(smem)
+        b = tuple(block) + (1,) * (3 - len(block))
+        return self.runtime.max_active_clusters(self.handle, b, smem, cluster, self.name)
+
+    def _allow_smem(self, smem: int) -> None:
+        if smem > 48 * 1024 and smem > self._max_smem:
+            self.runtime.set_max_dynamic_smem(self.handle, smem)   # once per size increase
+            self._max_smem = smem

@@ -85,6 +85,20 @@ class CudaRuntime(VendorRuntime):
             self._attrs[(pdl, cluster)] = attrs
         return attrs
 
+    def max_active_clusters(self, fn, block, smem: int, cluster: int, name: str) -> int:
+        """cuOccupancyMaxActiveClusters: how many clusters of ``cluster`` blocks of ``fn`` (``block``
+        threads, ``smem`` bytes of dynamic shared memory each) the GPU holds at once. Clusters must
+        sit in one GPC, so this is below SMs / blocks-per-SM / cluster where GPCs' SM counts are
+        not multiples of it (H200, 16-wave fused blocks: 30 clusters of 4 on 132 SMs)."""
+        cfg = self.drv.CUlaunchConfig()
+        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = cluster, 1, 1
+        cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block
+        cfg.sharedMemBytes = smem
+        cfg.attrs = self._launch_attrs(False, cluster)
+        cfg.numAttrs = len(cfg.attrs)
+        return int(check(self.drv.cuOccupancyMaxActiveClusters(fn, cfg),
+                         f"cuOccupancyMaxActiveClusters({name}, block {block}, smem {smem}, clusters of {cluster})"))
+
     def launch_ex(self, fn, grid, block, smem, stream, vals, types, name, pdl: bool, cluster: int) -> None:
         """cuLaunchKernelEx. ``pdl``: with programmatic stream serialization (the kernel may begin
         before the previous kernel of the stream has finished; it waits in-kernel with
