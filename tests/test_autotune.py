@@ -323,6 +323,23 @@ def test_untuned_clusters_where_all_are_resident(shape, K, cb, want):
     assert plain.xh == (1 if shape[0] * 16 // launch.splits // 128 > 16 * fused.XH_MAX_ITEMS_PER_WAVE else 0)
 
 
+def test_no_clusters_before_sm_90():
+    """Thread block clusters are sm_90's (their PTX does not assemble for sm_80): an sm_80 build
+    ships, tunes and accepts none, and says why; sm_90 and later have them."""
+    from escha_jit.kernels import fused
+    from escha_jit.kernels.registry import shipped_specs
+    assert [fused.has_clusters(a) for a in ("sm_80", "sm_89", "sm_90", "sm_90a", "sm_100", "gfx1201")] == \
+        [False, False, True, True, True, False]
+    assert not any(s.op == "fused" and s.params.get("cluster", 1) > 1 for s, _ in shipped_specs("sm_80"))
+    assert any(s.op == "fused" and s.params.get("cluster", 1) > 1 for s, _ in shipped_specs("sm_90"))
+    cands = fused_candidates("sm_80", 2.0, 4096, 4096, 16, 108, warps=(16,), rows=(16,), stages=(2,),
+                             min_blocks=(1,), xh=(0,), cluster=(1, 2, 4))
+    assert cands and {c.cfg.cluster for c in cands} == {1}
+    with pytest.raises(ValueError, match="NVIDIA sm_90"):
+        fused.spec_for("sm_80", 2.0, "mcg", "f16", "f16", FusedConfig(warps=16, rows_per_stage=16, min_blocks=1,
+                                                                      cluster=2))
+
+
 @pytest.mark.parametrize("M", [1, 3, 8, 9, 16])
 @pytest.mark.parametrize("IC,OC", [(128, 128), (384, 640), (2944, 2944), (3584, 18944), (18944, 3584),
                                    (5120, 13824), (8192, 8192), (128, 28672), (3072, 6144), (13824, 5120)])

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
-from ..kernels.fused import SWAP_MAX_M, FusedConfig, FusedLaunch, smem_layout
+from ..kernels.fused import SWAP_MAX_M, FusedConfig, FusedLaunch, has_clusters, smem_layout
 from ..spec import vendor_of
 
 SMEM_CAP = {"sm_90": 227 * 1024, "gfx1201": 64 * 1024}
@@ -48,7 +48,7 @@ def fused_candidates(arch: str, K: float, IC: int, OC: int, M: int, sms: int,
     out = []
     # clusters: measured at one m tile only (M = 9..16; session 16), so searched there only
     clusters = [c for c in cluster
-                if c == 1 or (vendor_of(arch) == "nvidia" and SWAP_MAX_M < M <= 16 and groups % c == 0)]
+                if c == 1 or (has_clusters(arch) and SWAP_MAX_M < M <= 16 and groups % c == 0)]
     for w, r, st, mb, xm, cl in itertools.product(warps, rows, stages, min_blocks, xh, clusters):
         if cl > 1 and xm:
             continue

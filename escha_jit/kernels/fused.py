@@ -16,7 +16,7 @@ import math
 import numbers
 from typing import Callable, Optional
 
-from ..spec import KernelSpec, vendor_of
+from ..spec import KernelSpec, nvidia_sm, vendor_of
 from ..trellis import tile_words
 from . import DTYPE_CODES
 
@@ -157,15 +157,20 @@ def spec_for(arch: str, K: float, codebook: str, in_dtype: str, out_dtype: str, 
                          f"act_quant={act_quant}, swap={cfg.swap}")
     if cfg.dot and act_quant != "int8":
         raise ValueError(f"config {cfg}: dot=1 is a variant of the int8-activation kernels (act_quant='int8')")
-    if cfg.cluster > 1 and (vendor_of(arch) != "nvidia" or cfg.xh or cfg.swap or act_quant):
+    if cfg.cluster > 1 and (not has_clusters(arch) or cfg.xh or cfg.swap or act_quant):
         raise ValueError(f"config {cfg}: cluster={cfg.cluster} shares the fp16 route's in-kernel prologue "
-                         f"(NVIDIA, xh=0, swap=0, fp16/bf16 activations); got {arch}, act_quant={act_quant}")
+                         f"(NVIDIA sm_90+, xh=0, swap=0, fp16/bf16 activations); got {arch}, act_quant={act_quant}")
     if cfg.swap and not swap_allowed(cfg, vendor_of(arch), codebook, act_quant):
         raise ValueError(f"config {cfg}: swap=1 needs NVIDIA, a codebook in {SWAP_CODEBOOKS}, one m tile "
                          f"and fp16/bf16 activations; got {arch}, {codebook}, act_quant={act_quant}")
     op = "fused_i8" if act_quant == "int8" else "fused"
     return KernelSpec.make(op, arch, K=K, codebook=codebook, in_dtype=in_dtype, out_dtype=out_dtype,
                            tile=cfg.tile())
+
+
+def has_clusters(arch: str) -> bool:
+    """Thread block clusters (FusedConfig.cluster): NVIDIA sm_90 and later."""
+    return nvidia_sm(arch) >= 90
 
 
 SWAP_CODEBOOKS = ("mcg", "3inst", "mul1")

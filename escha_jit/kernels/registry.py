@@ -80,9 +80,9 @@ def fused_fits(arch: str, cfg, K: float, i8: bool = False) -> bool:
     """Whether ``cfg`` at rate K can launch on ``arch`` for at least the smallest M routed to it
     (default_config), at the smallest input range a block takes (kr = 128): the LDS formula of
     kernels/fused.smem_layout against the arch's per-workgroup limit. NVIDIA: always (its 227 KB
-    cap is checked per launch)."""
+    cap is checked per launch; clusters from sm_90 on)."""
     if vendor_of(arch) == "nvidia":
-        return True
+        return cfg.cluster == 1 or fused.has_clusters(arch)
     if cfg.m_tiles > AMD_FUSED_MAX_M_TILES:
         return False
     if i8:

@@ -9,7 +9,7 @@ import torch
 
 from ..kernels import prep
 from ..kernels.fused import (ARGS, COLS, I8_MAX_M, MAX_M, SMEM_BUDGET, ClusterSlots, FusedConfig, FusedLaunch, check_act_quant,
-                             default_config, default_config_for, default_config_i8, default_launch, render_extra, smem_layout, spec_for,
+                             default_config, default_config_for, default_config_i8, default_launch, has_clusters, render_extra, smem_layout, spec_for,
                              swap_route, x_chunks)
 from ..kernels.registry import fused_fits
 from ..spec import nvidia_sm, vendor_of
@@ -160,9 +160,9 @@ def cluster_slots(dev: torch.device, K: float, codebook: str, in_dt: str, out_dt
                   IC: int) -> Optional[ClusterSlots]:
     """The heuristic's count of resident clusters (kernels.fused.ClusterSlots) for one problem's
     fused kernels on ``dev``, from the driver (loads the cluster kernel asked about: one compile
-    the heuristic may not use); None where there are no clusters (AMD)."""
+    the heuristic may not use); None where there are no clusters (AMD, NVIDIA before sm_90)."""
     arch = arch_of(dev)
-    if vendor_of(arch) != "nvidia":
+    if not has_clusters(arch):
         return None
 
     def slots(cfg: FusedConfig, splits: int) -> int:
