@@ -323,6 +323,35 @@ def test_untuned_clusters_where_all_are_resident(shape, K, cb, want):
     assert plain.xh == (1 if shape[0] * 16 // launch.splits // 128 > 16 * fused.XH_MAX_ITEMS_PER_WAVE else 0)
 
 
+def test_cluster_count_that_cannot_be_had_means_no_clusters(monkeypatch, caplog):
+    """ops/fused.cluster_slots where the cluster kernel cannot be loaded (a prebuilt cache without
+    it under ESCHA_JIT_NO_COMPILE, a driver refusal): a warning and a count of 0, so the untuned
+    call runs its choice without clusters; inside CUDA-graph capture the NotWarmedUp error stands;
+    no count at all before sm_90."""
+    import torch
+    from escha_jit.ops import fused as F
+    from escha_jit.ops.common import NotWarmedUp
+
+    def refuse(spec, *a, **k):
+        raise CompileForbiddenError(f"{spec}: not in the cache and compiling is off")
+    monkeypatch.setattr(F, "arch_of", lambda dev: "sm_90")
+    monkeypatch.setattr(F, "kernel_for", refuse)
+    slots = F.cluster_slots(torch.device("cpu"), 2.0, "mcg", "f16", "f16", 16, 4096)
+    with caplog.at_level(logging.WARNING):
+        cfg = F.default_config_for(2.0, "mcg", 4096, 4096, 16, 132, "nvidia", F.SMEM_BUDGET["nvidia"], slots)
+    assert (cfg.cluster, cfg.xh, cfg.warps) == (1, 0, 16)
+    assert "no clusters for this untuned call" in caplog.text and "cluster2" in caplog.text
+
+    def capturing(spec, *a, **k):
+        raise NotWarmedUp(f"kernel {spec} is first needed inside CUDA-graph capture")
+    monkeypatch.setattr(F, "kernel_for", capturing)
+    with pytest.raises(NotWarmedUp):
+        F.cluster_slots(torch.device("cpu"), 2.0, "mcg", "f16", "f16", 16, 4096)(
+            FusedConfig(warps=16, rows_per_stage=16, min_blocks=1, cluster=2), 4)
+    monkeypatch.setattr(F, "arch_of", lambda dev: "sm_80")
+    assert F.cluster_slots(torch.device("cpu"), 2.0, "mcg", "f16", "f16", 16, 4096) is None
+
+
 def test_no_clusters_before_sm_90():
     """Thread block clusters are sm_90's (their PTX does not assemble for sm_80): an sm_80 build
     ships, tunes and accepts none, and says why; sm_90 and later have them."""

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
 import threading
 from typing import Optional
 
@@ -16,7 +17,9 @@ from ..spec import nvidia_sm, vendor_of
 from .. import env
 from ..reference import LinearWeights
 from ..autotune.table import entry_key, tables
-from .common import DTYPE_NAMES, arch_of, check_call, kernel_for
+from .common import DTYPE_NAMES, NotWarmedUp, arch_of, check_call, kernel_for
+
+log = logging.getLogger(__name__)
 
 __all__ = ["FusedConfig", "FusedLaunch", "MAX_M", "fused_linear", "prep_kernel", "run_prep", "scratch"]
 
@@ -167,8 +170,14 @@ def cluster_slots(dev: torch.device, K: float, codebook: str, in_dt: str, out_dt
 
     def slots(cfg: FusedConfig, splits: int) -> int:
         spec = spec_for(arch, K, codebook, in_dt, out_dt, cfg)
-        k = kernel_for(spec, dev, ARGS, render_extra(spec))
-        return k.max_active_clusters((32 * cfg.warps,), smem_layout(cfg, K, M, IC // splits).total, cfg.cluster)
+        try:
+            k = kernel_for(spec, dev, ARGS, render_extra(spec))
+            return k.max_active_clusters((32 * cfg.warps,), smem_layout(cfg, K, M, IC // splits).total, cfg.cluster)
+        except NotWarmedUp:
+            raise
+        except RuntimeError as e:       # a cache without it under ESCHA_JIT_NO_COMPILE, a driver refusal:
+            log.warning("no clusters for this untuned call: %s is not usable (%s)", spec, e)
+            return 0                    # the heuristic's choice without clusters, which is shipped too
     return slots
 
 
