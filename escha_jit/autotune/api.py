@@ -119,12 +119,12 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
     buckets = sorted({b for b in m_buckets if b <= MAX_M})
     problems = [Problem(s.IC, s.OC, s.K, s.codebook, M, dt) for s in shapes for dt in dtypes for M in buckets]
     bar = Progress(len(problems) + 1, "tune", enabled=progress)
-    timers, specs = [], {}
+    timers, specs = [], {}                             # timers: (problem, candidates, heuristic's)
     for p in problems:
         cands = fused_candidates(arch, p.K, p.IC, p.OC, p.M, sms, **search)
         heur = heuristic_candidate(p, sms, arch, _cluster_slots(dev, p))
         specs.update(dict(candidate_specs(arch, p.K, p.codebook, DTYPE_NAMES[p.dtype], cands + [heur])))
-        timers.append((p, cands, None))
+        timers.append((p, cands, heur))
     compiled = compile_all(arch, specs=list(specs.items()), jobs=os.cpu_count())
     unusable = {r.spec: r.error or "; ".join(r.problems) for r in compiled if not r.ok}
     bar.update(f"compiled {len(specs)} specializations")
@@ -133,10 +133,9 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
                          "date": time.strftime("%Y-%m-%d %H:%M:%S"), "method": "CUDA-graph replay over distinct "
                          "weight copies (3x L2), successive halving, median"}, {})
     rows = []
-    for p, cands, _ in timers:
+    for p, cands, heur in timers:
         t0 = time.perf_counter()
         timer = FusedTimer(p, dev)
-        heur = heuristic_candidate(p, sms, arch, _cluster_slots(dev, p))
         t_heur = timer(heur, 15)
         rep = successive_halving(usable(arch, p, cands, unusable), timer, budget_s=budget_s, describe=Candidate.key)
         best = rep.best
