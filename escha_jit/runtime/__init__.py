@@ -105,6 +105,11 @@ class VendorRuntime:
         raise NotImplementedError(f"{name}: thread block clusters are an NVIDIA sm_90 feature")
 
 
+def _dim3(v: Sequence[int]) -> tuple:
+    """A grid or block size of 1-3 dimensions as the 3-tuple the drivers take."""
+    return tuple(v) + (1,) * (3 - len(v))
+
+
 class Kernel:
     """A loaded kernel function with its argument kinds (a list of ARG_TYPES keys)."""
 
@@ -126,8 +131,7 @@ class Kernel:
         if stream is None:
             stream = torch.cuda.current_stream().cuda_stream
         vals = tuple(arg_value(k, a) for k, a in zip(self.arg_kinds, args))
-        g = tuple(grid) + (1,) * (3 - len(grid))
-        b = tuple(block) + (1,) * (3 - len(block))
+        g, b = _dim3(grid), _dim3(block)
         if pdl or cluster > 1:
             self.runtime.launch_ex(self.handle, g, b, smem, stream, vals, self._ctypes, self.name, pdl, cluster)
         else:
@@ -137,8 +141,7 @@ class Kernel:
         """How many thread block clusters of ``cluster`` blocks (``block`` threads, ``smem`` bytes of
         dynamic shared memory each) the GPU can hold at once (NVIDIA sm_90; the driver's count)."""
         self._allow_smem(smem)
-        b = tuple(block) + (1,) * (3 - len(block))
-        return self.runtime.max_active_clusters(self.handle, b, smem, cluster, self.name)
+        return self.runtime.max_active_clusters(self.handle, _dim3(block), smem, cluster, self.name)
 
     def _allow_smem(self, smem: int) -> None:
         if smem > 48 * 1024 and smem > self._max_smem:

@@ -85,17 +85,23 @@ class CudaRuntime(VendorRuntime):
             self._attrs[(pdl, cluster)] = attrs
         return attrs
 
+    def _launch_config(self, grid, block, smem: int, stream, pdl: bool, cluster: int):
+        """The CUlaunchConfig of cuLaunchKernelEx / cuOccupancyMaxActiveClusters (grid, block: 3-tuples)."""
+        cfg = self.drv.CUlaunchConfig()
+        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
+        cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block
+        cfg.sharedMemBytes = smem
+        cfg.hStream = stream
+        cfg.attrs = self._launch_attrs(pdl, cluster)
+        cfg.numAttrs = len(cfg.attrs)
+        return cfg
+
     def max_active_clusters(self, fn, block, smem: int, cluster: int, name: str) -> int:
         """cuOccupancyMaxActiveClusters: how many clusters of ``cluster`` blocks of ``fn`` (``block``
         threads, ``smem`` bytes of dynamic shared memory each) the GPU holds at once. Clusters must
         sit in one GPC, so this is below SMs / blocks-per-SM / cluster where GPCs' SM counts are
         not multiples of it (H200, 16-wave fused blocks: 30 clusters of 4 on 132 SMs)."""
-        cfg = self.drv.CUlaunchConfig()
-        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = cluster, 1, 1
-        cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block
-        cfg.sharedMemBytes = smem
-        cfg.attrs = self._launch_attrs(False, cluster)
-        cfg.numAttrs = len(cfg.attrs)
+        cfg = self._launch_config((cluster, 1, 1), block, smem, 0, False, cluster)
         return int(check(self.drv.cuOccupancyMaxActiveClusters(fn, cfg),
                          f"cuOccupancyMaxActiveClusters({name}, block {block}, smem {smem}, clusters of {cluster})"))
 
@@ -105,13 +111,7 @@ class CudaRuntime(VendorRuntime):
         griddepcontrol.wait). ``cluster`` > 1: thread block clusters of that many blocks along x."""
         if cluster > 1 and grid[0] % cluster:
             raise ValueError(f"launching {name}: grid x {grid[0]} is not a multiple of the cluster size {cluster}")
-        cfg = self.drv.CUlaunchConfig()
-        cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = grid
-        cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = block
-        cfg.sharedMemBytes = smem
-        cfg.hStream = stream
-        cfg.attrs = self._launch_attrs(pdl, cluster)
-        cfg.numAttrs = len(cfg.attrs)
+        cfg = self._launch_config(grid, block, smem, stream, pdl, cluster)
         what = ", ".join(w for w, on in (("programmatic dependent", pdl), (f"clusters of {cluster}", cluster > 1)) if on)
         check(self.drv.cuLaunchKernelEx(cfg, fn, (vals, types), 0),
               f"launching {name} (grid {grid}, block {block}, smem {smem}, {what})")
