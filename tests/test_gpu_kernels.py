@@ -554,6 +554,42 @@ def test_escha_linear_on_gpu():
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_prep_row_segments_same_bits(dtype):
+    """A row split over P blocks (kernels.prep.segments) gives the one-block row's bits, exponents
+    included: rows raised by a large value in their first, middle or last segment (the last block
+    of the row redoes it) and ordinary rows, twice in a row (the row counters are reset for the
+    next call), at P = 2, 3, 7 (uneven segments), 28 (one 128-block each) and the default."""
+    IC = 3584
+    w = _layer(IC, 256, 2.0, "mcg", seed=5)
+    dev = torch.device(DEV)
+    x = torch.randn(6, IC, device=DEV)
+    if dtype != torch.float16:          # beyond fp16 after rin (~1/sqrt(IC)) and the rotation's 1/sqrt(128)
+        x[1, 7] = 3e9
+        x[2, IC // 2 + 3] = -5e8
+        x[4, IC - 1] = 9e10
+    x = x.to(dtype)
+    pk = F.prep_kernel(dev, DTYPE_NAMES[dtype])
+    s = torch.cuda.current_stream().cuda_stream
+
+    def run(segments):
+        xh = torch.full((6 * IC,), float("nan"), dtype=torch.float16, device=DEV)
+        xe = torch.full((6,), -1, dtype=torch.int32, device=DEV)
+        F.run_prep(pk, x, w, xh, xe, s, segments=segments)
+        return xh.view(6, IC), xe
+
+    base_h, base_e = run(1)
+    raised = [1, 2, 4] if dtype != torch.float16 else []
+    assert [i for i in range(6) if base_e[i] > 0] == raised
+    ref = R.hadamard128(x.float().cpu() * w.s_in.cpu() * w.rin.float().cpu()) * torch.exp2(-base_e.cpu().float())[:, None]
+    assert rel_rms(base_h, ref.double()) < 1e-3
+    for segments in (2, 3, 7, 28, None, None):
+        h, e = run(segments)
+        assert torch.equal(e, base_e), segments
+        assert torch.equal(h, base_h), segments
+    assert not F.scratch.prep_sync(dev, 6)[:12].any()                 # every row's counters back at zero
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
 @pytest.mark.parametrize("M", [3, 300])
 def test_prep_rows_any_alignment(dtype, M):
     """The prep kernel (XH mode, the coded GEMM's input) loads a row 4 elements at a time where the

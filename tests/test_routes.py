@@ -56,6 +56,30 @@ def test_prefill_route_variable(monkeypatch):
         env.prefill_route()
 
 
+def test_prep_row_segments():
+    """Rows of decode's launches are split so that each wave rotates one 128-feature block, with at
+    most two blocks per SM in all; rows of up to 32 blocks and prefill's rows stay whole; segments
+    tile the row with none empty."""
+    from escha_jit.kernels import prep
+    assert prep.segments(16, 14336, 132) == (7, 16)          # 112 blocks of 16 waves
+    assert prep.segments(1, 28672, 132) == (14, 16)
+    assert prep.segments(16, 28672, 132) == (14, 16)         # 224 blocks <= 2 per SM
+    assert prep.segments(64, 14336, 132) == (4, 28)          # capped at 264 blocks
+    assert prep.segments(256, 14336, 132) == (1, 112)
+    assert prep.segments(300, 14336, 132) == (1, 112)        # prefill: one block per row
+    assert prep.segments(4, 1024, 132) == (1, 8)             # one segment's worth
+    assert prep.segments(16, 4096, 132) == (1, 32)           # two would lose to the atomic
+    assert prep.segments(16, 8192, 132) == (4, 16)
+    assert prep.segments(1, 4096, 132, force=3) == (3, 11)   # 11 + 11 + 10
+    assert prep.segments(1, 4096, 132, force=100) == (32, 1)
+    for M in (1, 3, 16, 100, 256, 257):
+        for IC in (128, 640, 4096, 14336, 28672):
+            for force in (None, 2, 5, 7):
+                P, seg = prep.segments(M, IC, 132, force)
+                nkb = IC // 128
+                assert P >= 1 and (P - 1) * seg < nkb <= P * seg, (M, IC, force)
+
+
 def test_prep_threads_per_launch():
     from escha_jit.kernels import prep
     assert prep.threads_for(1) == prep.threads_for(256) == prep.THREADS == 512      # decode: all waves on a row

@@ -1,6 +1,8 @@
 """Input preparation for the fused kernel's XH mode (templates/prep.hip.j2): spec and arguments."""
 from __future__ import annotations
 
+from typing import Optional
+
 from ..spec import KernelSpec
 from . import DTYPE_CODES
 
@@ -11,7 +13,8 @@ THREADS = 512
 MANY_ROWS = 256             # from here on (the coded GEMM's prefill), PREFILL_THREADS per row
 PREFILL_THREADS = 128       # 4 waves a row: 8 blocks of 4 waves per SM (64 registers) keep 4x the
                             # loads of 2 blocks of 16 waves in flight, where rows outnumber the SMs
-ARGS = ("ptr", "i64", "ptr", "ptr", "ptr", "ptr", "i32", "i32")
+ARGS = ("ptr", "i64", "ptr", "ptr", "ptr", "ptr", "i32", "i32", "i32", "ptr")
+WAVES = THREADS // 32       # one 128-feature block per wave and segment at decode sizes
 
 
 def spec_for(arch: str, in_dtype: str) -> KernelSpec:
@@ -25,3 +28,24 @@ def render_extra(spec: KernelSpec) -> dict:
 def threads_for(M: int) -> int:
     """Threads per block (one block per row) of a launch over M rows."""
     return PREFILL_THREADS if M > MANY_ROWS else THREADS
+
+
+def segments(M: int, IC: int, sms: int, force: Optional[int] = None) -> tuple[int, int]:
+    """(P, blocks of 128 features per segment): each row of a launch over M rows is split over P
+    blocks. A row in one block costs time linear in IC: one SM rotates it (H200 per chained call:
+    2.2 us at IC = 4096, 3.2 at 8192, 4.8 at 14336, 8.3 at 28672; split so that each wave rotates
+    one 128-feature block: 2.7-3.0 us from 8192 to 28672, benchmarks/RESULTS.md session 18). A
+    split row pays one atomic round trip (its blocks agree on the row's exponent), which loses at
+    two segments (IC = 4096: 2.6 us), so rows of up to 2 x WAVES blocks stay whole, and so do
+    prefill's many rows (M > MANY_ROWS); at most two blocks per SM in all. ``force``: that many
+    segments (benchmarks, tests)."""
+    nkb = IC // 128
+    want = -(-nkb // WAVES)
+    if force is not None:
+        p = max(1, min(force, nkb))
+    elif M > MANY_ROWS or want <= 2:
+        p = 1
+    else:
+        p = max(1, min(want, (2 * sms) // max(M, 1)))
+    seg = -(-nkb // p)
+    return -(-nkb // seg), seg

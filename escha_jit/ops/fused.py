@@ -49,6 +49,20 @@ class _Scratch:
                 self._bufs[key] = (buf, ex)
             return buf, ex
 
+    def prep_sync(self, device: torch.device, M: int) -> torch.Tensor:
+        """int32 [2*M] of zeros: per row, the prep kernel's exponent need and block count when a row
+        is split over several blocks (kernels.prep.segments); the last block of a row resets both."""
+        key = ("prep_sync", device.index if device.index is not None else torch.cuda.current_device())
+        with self._lock:
+            buf = self._bufs.get(key)
+            if buf is None or buf.numel() < 2 * M:
+                if torch.cuda.is_current_stream_capturing():
+                    raise RuntimeError("escha_jit: the prep buffer must grow inside CUDA-graph capture; "
+                                       "run each layer once with the largest M before capturing")
+                buf = torch.zeros(max(2 * M, buf.numel() if buf is not None else 0), dtype=torch.int32, device=device)
+                self._bufs[key] = buf
+            return buf
+
     def get(self, device: torch.device, ws_floats: int, groups: int) -> tuple[torch.Tensor, torch.Tensor]:
         key = device.index if device.index is not None else torch.cuda.current_device()
         with self._lock:
@@ -188,11 +202,16 @@ def prep_kernel(dev: torch.device, in_dtype: str):
 
 
 def run_prep(kernel, x: torch.Tensor, w: LinearWeights, xh: torch.Tensor, xh_exp: torch.Tensor, stream: int,
-             pdl: bool = False) -> None:
+             pdl: bool = False, segments: Optional[int] = None) -> None:
     """Launch the prep kernel (kernels.prep) over the rows of x: xh[m, :IC] = the rotated, scaled
-    row as fp16 (times 2^-xh_exp[m]), one block per row; xh a flat fp16 buffer of >= M * IC."""
-    kernel.launch((x.shape[0],), (prep.threads_for(x.shape[0]),),
-                  (x, x.stride(0), w.rin, w.s_in, xh, xh_exp, w.IC, w.logical_in), stream=stream, pdl=pdl)
+    row as fp16 (times 2^-xh_exp[m]); xh a flat fp16 buffer of >= M * IC. Each row is split over
+    ``segments`` blocks (default kernels.prep.segments: several for decode's few rows)."""
+    M = x.shape[0]
+    P, seg_blocks = prep.segments(M, w.IC, _sms(x.device), segments)
+    sync = scratch.prep_sync(x.device, M)
+    kernel.launch((M, P), (prep.threads_for(M),),
+                  (x, x.stride(0), w.rin, w.s_in, xh, xh_exp, w.IC, w.logical_in, seg_blocks, sync),
+                  stream=stream, pdl=pdl)
 
 
 def pdl_supported(arch: str) -> bool:
