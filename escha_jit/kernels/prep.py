@@ -26,7 +26,7 @@ def render_extra(spec: KernelSpec) -> dict:
 
 
 def threads_for(M: int) -> int:
-    """Threads per block (one block per row) of a launch over M rows."""
+    """Threads per block of a launch over M rows (each row split over segments() blocks)."""
     return PREFILL_THREADS if M > MANY_ROWS else THREADS
 
 

@@ -24,59 +24,58 @@ log = logging.getLogger(__name__)
 __all__ = ["FusedConfig", "FusedLaunch", "MAX_M", "fused_linear", "prep_kernel", "run_prep", "scratch"]
 
 
+def _capturing(device: torch.device) -> bool:
+    """Whether the current stream of a GPU ``device`` is being captured into a CUDA graph."""
+    return device.type == "cuda" and torch.cuda.is_current_stream_capturing()
+
+
 class _Scratch:
-    """Per-device split-K workspace and self-resetting counters; grown, never shrunk, allocated
-    outside CUDA-graph capture (first call of a shape, or warm-up).
+    """Per-device buffers of the fused calls: the prep kernel's rows and exponents, its per-row
+    counters, the split-K workspace and its self-resetting counters. Grown, never shrunk, only
+    outside CUDA-graph capture (first call of a shape, or warm-up); a grown buffer's predecessor is
+    kept alive, since graphs captured before still point at it.
 
     One buffer per device means coded linears of one device must not run concurrently on two
     streams (every engine we target runs a model on one stream; graphs replay in order)."""
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._bufs: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+        self._bufs: dict[tuple, tuple[torch.Tensor, ...]] = {}
+        self._retired: list[tuple[torch.Tensor, ...]] = []
+
+    def _grown(self, name: str, device: torch.device, what: str,
+               wanted: tuple[tuple[int, torch.dtype, bool], ...]) -> tuple[torch.Tensor, ...]:
+        """The device's buffers ``name``, each at least (elements, dtype, zero-filled) of ``wanted``."""
+        key = (name, device.index if device.index is not None else torch.cuda.current_device())
+        with self._lock:
+            bufs = self._bufs.get(key)
+            if bufs is None or any(b.numel() < n for b, (n, _, _) in zip(bufs, wanted)):
+                if _capturing(device):
+                    raise RuntimeError(f"escha_jit: {what} must grow inside CUDA-graph capture; "
+                                       "run each layer once with the largest M before capturing")
+                if bufs is not None:
+                    self._retired.append(bufs)
+                bufs = self._bufs[key] = tuple(
+                    (torch.zeros if zero else torch.empty)(max(n, bufs[i].numel() if bufs else 0, 1), dtype=dt,
+                                                           device=device)
+                    for i, (n, dt, zero) in enumerate(wanted))
+            return bufs
 
     def xh(self, device: torch.device, M: int, IC: int) -> tuple[torch.Tensor, torch.Tensor]:
         """fp16 [M*IC] buffer and int32 [M] exponents for the prep kernel's output."""
-        key = ("xh", device.index if device.index is not None else torch.cuda.current_device())
-        with self._lock:
-            buf, ex = self._bufs.get(key, (None, None))
-            if buf is None or buf.numel() < M * IC or ex.numel() < M:
-                if torch.cuda.is_current_stream_capturing():
-                    raise RuntimeError("escha_jit: the prep buffer must grow inside CUDA-graph capture; "
-                                       "run each layer once with the largest M before capturing")
-                buf = torch.empty(max(M * IC, buf.numel() if buf is not None else 0), dtype=torch.float16, device=device)
-                ex = torch.empty(max(M, ex.numel() if ex is not None else 0, 1), dtype=torch.int32, device=device)
-                self._bufs[key] = (buf, ex)
-            return buf, ex
+        return self._grown("xh", device, "the prep buffer",
+                           ((M * IC, torch.float16, False), (M, torch.int32, False)))
 
     def prep_sync(self, device: torch.device, M: int) -> torch.Tensor:
         """int32 [2*M] of zeros: per row, the prep kernel's exponent need and block count when a row
         is split over several blocks (kernels.prep.segments); the last block of a row resets both."""
-        key = ("prep_sync", device.index if device.index is not None else torch.cuda.current_device())
-        with self._lock:
-            buf = self._bufs.get(key)
-            if buf is None or buf.numel() < 2 * M:
-                if torch.cuda.is_current_stream_capturing():
-                    raise RuntimeError("escha_jit: the prep buffer must grow inside CUDA-graph capture; "
-                                       "run each layer once with the largest M before capturing")
-                buf = torch.zeros(max(2 * M, buf.numel() if buf is not None else 0), dtype=torch.int32, device=device)
-                self._bufs[key] = buf
-            return buf
+        return self._grown("prep_sync", device, "the prep buffer", ((2 * M, torch.int32, True),))[0]
 
     def get(self, device: torch.device, ws_floats: int, groups: int) -> tuple[torch.Tensor, torch.Tensor]:
-        key = device.index if device.index is not None else torch.cuda.current_device()
-        with self._lock:
-            ws, cnt = self._bufs.get(key, (None, None))
-            if ws is None or ws.numel() < ws_floats or cnt.numel() < groups:
-                if torch.cuda.is_current_stream_capturing():
-                    raise RuntimeError("escha_jit: split-K scratch must grow inside CUDA-graph capture; "
-                                       "run each layer once with the largest M before capturing")
-                ws = torch.empty(max(ws_floats, ws.numel() if ws is not None else 0, 1), dtype=torch.float32,
-                                 device=device)
-                cnt = torch.zeros(max(groups, cnt.numel() if cnt is not None else 0, 1), dtype=torch.int32,
-                                  device=device)
-                self._bufs[key] = (ws, cnt)
-            return ws, cnt
+        """fp32 split-K workspace of >= ws_floats and int32 [groups] counters of zeros (reset by the
+        last block of each column group)."""
+        return self._grown("split_k", device, "split-K scratch",
+                           ((ws_floats, torch.float32, False), (groups, torch.int32, True)))
 
 
 scratch = _Scratch()
