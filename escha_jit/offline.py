@@ -104,7 +104,7 @@ SASS_EXPECTED = {"fused": ("HMMA.16816.F32",), "fused_i8": ("IMMA.16832.U8.S8",)
                  "prep": ()}
 SASS_DOT = "IDP.4A.S8.U8"
 SASS_PREFETCH = {"fused": ("CCTL.E.PF2",), "fused_i8": ("CCTL.E.PF2",), "prep": ("CCTL.E.PF2",)}
-SASS_PDL = {"fused": ("ACQBULK", "PREEXIT"), "fused_i8": ("ACQBULK", "PREEXIT"), "prep": ("ACQBULK",)}
+SASS_PDL = {"fused": ("ACQBULK", "PREEXIT"), "fused_i8": ("ACQBULK", "PREEXIT"), "prep": ("ACQBULK", "PREEXIT")}
 
 
 def expected_sass(spec: KernelSpec) -> tuple:

@@ -65,18 +65,23 @@ def test_every_gfx1201_specialization(tmp_path):
 
 def test_sass_check_names_what_is_missing(tmp_path):
     """The SASS check fails a code object without its unit's instruction, the scales' prefetch or
-    the dependent-launch pair: the prep kernel's cubin presented as a fused kernel's."""
+    the dependent-launch pair, naming each: the Hadamard kernel's cubin presented as a fused
+    kernel's; the prep kernel's own cubin (prefetch and both halves of the pair) passes."""
     assert find_cuobjdump(), "cuobjdump missing: the SASS checks need escha_jit[sass]"
     from escha_jit.jit import compile_spec
     from escha_jit.cache import KernelCache
-    from escha_jit.kernels import prep
+    from escha_jit.kernels import hadamard, prep
+    cache = KernelCache(str(tmp_path))
     ps = prep.spec_for("sm_90", "f16")
-    entry = compile_spec(ps, prep.render_extra(ps), cache=KernelCache(str(tmp_path)))
+    entry = compile_spec(ps, prep.render_extra(ps), cache=cache)
     assert check_code_object(ps, entry.code.binary, entry.code.resources) == []
+    hs = hadamard.spec_for("sm_90", "f16", "f16")
+    entry = compile_spec(hs, hadamard.render_extra(hs), cache=cache)
     fs = fused.spec_for("sm_90", 2.0, "mcg", "f16", "f16", fused.FusedConfig())
-    res = {fs.kernel_name(): entry.code.resources[ps.kernel_name()]}
+    res = {fs.kernel_name(): entry.code.resources[hs.kernel_name()]}
     problems = check_code_object(fs, entry.code.binary, res)
-    assert problems == ["no HMMA.16816.F32 in the SASS", "no PREEXIT in the SASS"], problems
+    assert problems == ["no HMMA.16816.F32 in the SASS", "no CCTL.E.PF2 in the SASS", "no ACQBULK in the SASS",
+                        "no PREEXIT in the SASS"], problems
 
 
 def test_gemm_block_variants_compile_clean(tmp_path):
@@ -100,7 +105,7 @@ def test_expected_sass_per_kernel_and_arch():
     assert expected_sass(f80) == ("HMMA.16816.F32", "CCTL.E.PF2")   # no griddepcontrol before sm_90
     assert expected_sass(dot) == ("IDP.4A.S8.U8", "CCTL.E.PF2", "ACQBULK", "PREEXIT")
     from escha_jit.kernels import prep
-    assert expected_sass(prep.spec_for("sm_90", "f16")) == ("CCTL.E.PF2", "ACQBULK")
+    assert expected_sass(prep.spec_for("sm_90", "f16")) == ("CCTL.E.PF2", "ACQBULK", "PREEXIT")
 
 
 def test_unchecked_names_the_missing_disassembler(monkeypatch):
