@@ -33,6 +33,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     dev = torch.device("cuda")
     kernel = F.prep_kernel(dev, "f16")
+    sms = torch.cuda.get_device_properties(dev).multi_processor_count
     rows = []
     segs = [None if v == "auto" else int(v) for v in args.segments.split(",")]
     print(f"{'M':>4} {'IC':>6} {'P':>4} {'us/call plain':>14} {'us/call pdl':>12}")
@@ -42,7 +43,7 @@ def main(argv=None):
             x = torch.randn(M, IC, device=dev, dtype=torch.float16)
             xh, xh_exp = F.scratch.xh(dev, M, IC)
             for seg in segs:
-                P = prep.segments(M, IC, torch.cuda.get_device_properties(dev).multi_processor_count, seg)[0]
+                P = prep.segments(M, IC, sms, seg)[0]
                 us = {}
                 for pdl in (False, True):
                     # the stream is read per call: graph capture runs on a stream of its own

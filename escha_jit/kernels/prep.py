@@ -1,6 +1,7 @@
 """Input preparation for the fused kernel's XH mode (templates/prep.hip.j2): spec and arguments."""
 from __future__ import annotations
 
+import functools
 from typing import Optional
 
 from ..spec import KernelSpec
@@ -30,6 +31,7 @@ def threads_for(M: int) -> int:
     return PREFILL_THREADS if M > MANY_ROWS else THREADS
 
 
+@functools.lru_cache(maxsize=None)          # on every xh = 1 call's path: computed once per shape
 def segments(M: int, IC: int, sms: int, force: Optional[int] = None) -> tuple[int, int]:
     """(P, blocks of 128 features per segment): each row of a launch over M rows is split over P
     blocks. A row in one block costs time linear in IC: one SM rotates it (H200 per chained call:
