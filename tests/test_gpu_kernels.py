@@ -411,7 +411,7 @@ def test_cluster_slots_from_the_driver():
     assert 1 <= n[4] <= sms // 4 and 1 <= n[2] <= sms // 2 and n[4] <= n[2], n
 
 
-@pytest.mark.parametrize("IC,OC,cl,S", [(3072, 8192, 2, 2), (3072, 14336, 4, 1)])
+@pytest.mark.parametrize("IC,OC,cl,S", [(2048, 8192, 2, 2), (3072, 6144, 4, 2)])
 def test_untuned_m16_takes_the_clusters_that_fit(IC, OC, cl, S):
     """An untuned M = 16 call of a shape whose 16-wave split leaves many prologue items per wave
     runs clusters of ``cl`` blocks where the driver says all of them are resident at once (else one

@@ -265,14 +265,18 @@ _MID_M = {
 # 4096x4096 M = 16 at 8 items per wave rotates in the kernel, 14336x4096 at 28 does not)
 XH_MAX_ITEMS_PER_WAVE = 8
 # Clusters of CL 16-wave blocks split those items CL ways (fused.h rotated_items; FusedConfig.cluster).
-# H200 (benchmarks/RESULTS.md sessions 16-17, times relative to the choice without clusters): they
-# pay from 8 items per wave (4096x4096 / 2048x8192 at 8, CL 2: 0.92-0.96x; 4096x1024 at 2: 1.04x)
-# up to 10 items per wave of a cluster (3072x6144 / 4096x8192 at 12 / 16, CL 2: 0.95x the prep
-# kernel's time; 13824x5120 at 36 / 4: 0.93x; 5120x13824 at 40 / 4: 0.98-0.99x; 8192x8192 at 32 / 2:
-# 1.04x), and only while every cluster of the launch is resident at once (the driver's count: 66
-# of 2 and 30 of 4 on the H200): 14336x4096 and 8192x8192 at 32 clusters of 4 took 1.6-1.8x.
+# They pay from 8 items per wave at CL = 1, and only while every cluster of the launch is resident at
+# once (the driver's count: 66 of 2 and 30 of 4 on the H200; 14336x4096 and 8192x8192 at 32
+# clusters of 4 took 1.6-1.8x). Against the prep kernel with split rows (b3a96ec), H200, f16, times
+# relative to the clusters (benchmarks/RESULTS.md session 19): at most 4 items per wave of a cluster
+# (4096x4096 8 / 2: the prep kernel 1.056x; 3072x6144 and 6144x3072 12 / 4: CL 2 1.04-1.05x, the
+# prep kernel 1.02-1.09x), beyond that the prep kernel (13824x5120 36 / 4: 0.93-0.97x; 5120x13824
+# 40 / 4: 0.95-0.99x; 4096x8192 and 2048x16384 16 / 2: 0.95-0.99x). Where 16 waves fed by the prep
+# kernel spill (_W16X_MUL1_SPILLS) the alternative is 8 waves, which clusters beat up to 10 items
+# per wave (5120x13824 K3 mul1: 8 waves 1.08x; sessions 16-17).
 XH_CLUSTER_MIN_ITEMS = 8
-XH_CLUSTER_MAX_ITEMS = 10
+XH_CLUSTER_MAX_ITEMS = 4
+XH_CLUSTER_MAX_ITEMS_VS_W8 = 10
 
 
 def default_configs(M: int, vendor: str = "nvidia", codebook: Optional[str] = None,
@@ -331,19 +335,22 @@ def _w16_prologue(K: float, codebook: str, IC: int, OC: int, M: int, S: int,
                   cluster_slots: Optional[ClusterSlots]) -> FusedConfig:
     """The 16-wave M = 9..16 configuration at S splits by where its x comes from: the in-kernel
     prologue split over clusters of 2 or 4 blocks (the smallest that leaves a wave at most
-    :data:`XH_CLUSTER_MAX_ITEMS` items, from :data:`XH_CLUSTER_MIN_ITEMS` at CL = 1, where every
+    :data:`XH_CLUSTER_MAX_ITEMS` items (:data:`XH_CLUSTER_MAX_ITEMS_VS_W8` where the prep kernel's
+    16 waves would spill), from :data:`XH_CLUSTER_MIN_ITEMS` at CL = 1, where every
     cluster of the launch is resident at once), else the in-kernel prologue of one block (at most
     :data:`XH_MAX_ITEMS_PER_WAVE` items per wave), else the prep kernel."""
     items = M * (IC // S // 128) / 16                    # Hadamard items per wave of one block
     groups = OC // COLS
+    prep_w16 = _default_allowed(_MID_M["w16x"], codebook, K)
+    max_items = XH_CLUSTER_MAX_ITEMS if prep_w16 else XH_CLUSTER_MAX_ITEMS_VS_W8
     if cluster_slots is not None and items >= XH_CLUSTER_MIN_ITEMS:
         for cfg in (_MID_M["w16c2"], _MID_M["w16c4"]):
             cl = cfg.cluster
-            if groups % cl == 0 and items / cl <= XH_CLUSTER_MAX_ITEMS and groups * S <= cl * cluster_slots(cfg, S):
+            if groups % cl == 0 and items / cl <= max_items and groups * S <= cl * cluster_slots(cfg, S):
                 return cfg
     if items <= XH_MAX_ITEMS_PER_WAVE:
         return _MID_M["w16"]
-    return _MID_M["w16x"] if _default_allowed(_MID_M["w16x"], codebook, K) else _MID_M["w8"]
+    return _MID_M["w16x"] if prep_w16 else _MID_M["w8"]
 
 
 def _amd_default_config(M: int) -> FusedConfig:
