@@ -26,6 +26,36 @@ def test_tune_writes_table_and_dispatch_uses_it(tmp_path, monkeypatch):
     assert plans and plans[0].source == "table"
 
 
+def test_interrupted_tune_keeps_what_it_measured(tmp_path, monkeypatch):
+    """A tune() stopped in its second problem (here a KeyboardInterrupt raised from the search, as
+    Ctrl-C would) has written the first problem's entry to the user table, loadable, and the user
+    table's earlier entries are kept."""
+    import pytest
+    from escha_jit.autotune import api
+    from escha_jit.autotune.table import Entry
+
+    monkeypatch.setenv("ESCHA_JIT_CACHE_DIR", str(tmp_path))
+    path = user_table_path("sm_90")
+    earlier = TuningTable({"note": "earlier"}, {"fused|K4|mcg|256x256|f16|M1": Entry(
+        F.FusedConfig(warps=4, rows_per_stage=4, stages=2), F.FusedLaunch(1), 5.0, {})})
+    earlier.save(path)
+    real, calls = api.successive_halving, []
+
+    def stop_in_second(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(api, "successive_halving", stop_in_second)
+    layers = torch.nn.ModuleList([EschaLinear(random_layer(1024, 512, 2.0, "mcg", seed=1))]).cuda()
+    with pytest.raises(KeyboardInterrupt):
+        escha_jit.tune(layers, m_buckets=(1, 4), budget_s=1.0, progress=False)
+    t = TuningTable.load(path)
+    assert sorted(t.entries) == ["fused|K2|mcg|1024x512|f16|M1", "fused|K4|mcg|256x256|f16|M1"]
+    assert t.entries["fused|K4|mcg|256x256|f16|M1"] == earlier.entries["fused|K4|mcg|256x256|f16|M1"]
+
+
 def test_warmup_then_capture():
     layers = torch.nn.ModuleList([EschaLinear(random_layer(1024, 512, 4.0, "3inst", seed=3))]).cuda()
     n = escha_jit.warmup(layers, m_buckets=(1, 16, 64))

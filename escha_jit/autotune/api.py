@@ -107,7 +107,8 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
          grid: Optional[Mapping[str, Sequence[int]]] = None) -> TuneReport:
     """Measure and record the best fused-kernel configuration of every (shape, dtype, M bucket)
     of the model's coded projections. Writes the user table in the cache dir (it wins over the
-    shipped one) unless ``save`` is False. ``budget_s`` bounds each problem's search; ``grid``
+    shipped one) after every problem, so an interrupted run keeps what it measured, unless ``save``
+    is False. ``budget_s`` bounds each problem's search; ``grid``
     widens or narrows the searched axes (see tune_grid)."""
     search = tune_grid(grid)
     from .measure import FusedTimer, Problem, candidate_specs, usable
@@ -132,6 +133,10 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
                          "toolchain": _toolchain_id(arch), "package_version": __version__,
                          "date": time.strftime("%Y-%m-%d %H:%M:%S"), "method": "CUDA-graph replay over distinct "
                          "weight copies (3x L2), successive halving, median"}, {})
+    # the user table is written after every problem, so that an interrupted run (Ctrl-C, a time
+    # limit, a crash) keeps what it measured
+    path = user_table_path(arch) if save else None
+    base = _user_table(path) if save else None
     rows = []
     for p, cands, heur in timers:
         t0 = time.perf_counter()
@@ -152,19 +157,25 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
                                                        "us": round(runner.seconds * 1e6, 3)}})
         rows.append(TuneRow(key, choice.key(), us * 1e6, t_heur * 1e6, len(cands), rep.measured, len(rep.failed),
                             time.perf_counter() - t0))
+        if save:
+            base.merged(table).save(path)
+            tables().invalidate()
         bar.update(key)
         del timer
         torch.cuda.empty_cache()
-    path = None
-    if save:
-        path = user_table_path(arch)
-        try:
-            old = TuningTable.load(path)
-        except (FileNotFoundError, ValueError):
-            old = TuningTable()
-        old.merged(table).save(path)
-        tables().invalidate()
     return TuneReport(arch, rows, path, time.perf_counter() - t_start)
+
+
+def _user_table(path: str) -> TuningTable:
+    """The user table tune() adds to: empty where there is none, or where it is unreadable (it is
+    then replaced, with a warning naming it)."""
+    try:
+        return TuningTable.load(path)
+    except FileNotFoundError:
+        return TuningTable()
+    except ValueError as e:
+        log.warning("tune: replacing the unreadable user table %s (%s)", path, e)
+        return TuningTable()
 
 
 def heuristic_candidate(p, sms: int, arch: str = "sm_90", cluster_slots: Optional[ClusterSlots] = None) -> Candidate:
