@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import logging
 import os
 import statistics
 import sys
@@ -30,6 +31,7 @@ from escha_jit.ops import fused as F  # noqa: E402
 from escha_jit.trellis import tile_words  # noqa: E402
 
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
+log = logging.getLogger("bench_variants")
 
 
 def parse_variant(text: str) -> dict:
@@ -70,7 +72,15 @@ def main(argv=None):
             out = torch.empty(M, OC, device=dev, dtype=DTYPES[dn])
             plan = F.plan_for(dev, K, cb, IC, OC, dn, dn, M)
             runs = {"tuned": (plan.cfg, plan.launch)}
-            runs.update({name: apply(plan.cfg, plan.launch, over) for name, over in variants.items()})
+            skipped = {}
+            for name, over in variants.items():
+                cfg, launch = apply(plan.cfg, plan.launch, over)
+                try:                     # a variant this problem's route cannot take is reported, not fatal
+                    F.plan_for(dev, K, cb, IC, OC, dn, dn, M, cfg, launch)
+                    runs[name] = (cfg, launch)
+                except ValueError as e:
+                    skipped[name] = str(e)
+                    log.warning("%s %s: variant %r skipped: %s", spec, dn, name, e)
             times = {name: [] for name in runs}
             for _ in range(args.rounds):
                 for name, (cfg, launch) in runs.items():
@@ -78,11 +88,13 @@ def main(argv=None):
                     times[name].append(time_chain(calls, 20) * 1e6)
             us = {name: statistics.median(v) for name, v in times.items()}
             c = plan.cfg
-            print(f"{spec:<22} {dn:<4} tuned w{c.warps} r{c.rows_per_stage} s{c.stages} b{c.min_blocks} x{c.xh} "
-                  f"c{c.cluster} S{plan.launch.splits} {us['tuned']:7.2f} | " +
-                  "  ".join(f"{n}: {us[n]:7.2f} ({us[n] / us['tuned']:.3f})" for n in variants), flush=True)
-            rows.append(dict(problem=spec, dtype=dn, cfg=dataclasses.asdict(c), splits=plan.launch.splits, us=us,
-                             ratio={n: us[n] / us["tuned"] for n in variants}))
+            print(f"{spec:<22} {dn:<4} {plan.source} w{c.warps} r{c.rows_per_stage} s{c.stages} b{c.min_blocks} "
+                  f"x{c.xh} c{c.cluster} S{plan.launch.splits} {us['tuned']:7.2f} | " +
+                  "  ".join(f"{n}: {us[n]:7.2f} ({us[n] / us['tuned']:.3f})" if n in us else f"{n}: skipped"
+                            for n in variants), flush=True)
+            rows.append(dict(problem=spec, dtype=dn, source=plan.source, cfg=dataclasses.asdict(c),
+                             splits=plan.launch.splits, us=us, skipped=skipped,
+                             ratio={n: us[n] / us["tuned"] for n in variants if n in us}))
         del ws
         torch.cuda.empty_cache()
     with open(args.out, "w") as f:
