@@ -7,7 +7,7 @@ from typing import Optional, TextIO
 
 
 class Progress:
-    """``min_interval_s``: where stderr is not a terminal (a log), at most one line per this many
+    """``min_interval_s``: where the stream is not a terminal (a log), at most one line per this many
     seconds, and the last one (for bars of thousands of short steps, e.g. compiling)."""
 
     def __init__(self, total: int, label: str, stream: Optional[TextIO] = None, enabled: bool = True,
@@ -29,7 +29,7 @@ class Progress:
         self.last = now
         frac = self.done / self.total
         bar = "#" * int(30 * frac) + "." * (30 - int(30 * frac))
-        line = f"{self.label} [{bar}] {self.done}/{self.total} {time.perf_counter() - self.t0:6.1f}s {what}"
+        line = f"{self.label} [{bar}] {self.done}/{self.total} {now - self.t0:6.1f}s {what}"
         if self.tty:
             self.stream.write("\r" + line[:150].ljust(150))
             if self.done >= self.total:

@@ -140,17 +140,17 @@ def test_corrupt_table(tmp_path, monkeypatch, caplog, content):
     assert "ignoring tuning table" in caplog.text
 
 
-def test_tune_adds_to_the_user_table_or_replaces_an_unreadable_one(tmp_path, caplog):
-    """The table tune() merges each measured problem into: the user table as it is, an empty one
-    where there is none, and an empty one (with a warning naming the file) where it is unreadable."""
-    from escha_jit.autotune.api import _user_table
+def test_read_table_none_where_missing_or_unreadable(tmp_path, caplog):
+    """What tune() adds to (and Tables looks up): the table as it is, None where there is none, and
+    None (with a warning naming the file) where it is unreadable."""
+    from escha_jit.autotune.table import read_table
     path = str(tmp_path / "tuning" / "sm_90.json")
-    assert _user_table(path).entries == {}
+    assert read_table(path) is None
     _table().save(path)
-    assert _user_table(path).to_json() == _table().to_json()
+    assert read_table(path).to_json() == _table().to_json()
     open(path, "w").write("{not json")
-    assert _user_table(path).entries == {}
-    assert "replacing the unreadable user table" in caplog.text and "sm_90.json" in caplog.text
+    assert read_table(path) is None
+    assert "ignoring tuning table" in caplog.text and "sm_90.json" in caplog.text
 
 
 @pytest.mark.parametrize("field,value", [("warps", 3), ("warps", 32), ("m_tiles", 0), ("rows_per_stage", 0),

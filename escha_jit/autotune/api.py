@@ -20,7 +20,7 @@ from ..progress import Progress
 from .candidates import Candidate, fused_candidates
 from .search import successive_halving
 from .shapes import LayerShape
-from .table import Entry, TuningTable, entry_key, tables, user_table_path
+from .table import Entry, TuningTable, entry_key, read_table, tables, user_table_path
 
 log = logging.getLogger(__name__)
 DEFAULT_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -139,7 +139,7 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
     # the user table is written after every problem, so that an interrupted run (Ctrl-C, a time
     # limit, a crash) keeps what it measured
     path = user_table_path(arch) if save else None
-    base = _user_table(path) if save else None
+    base = (read_table(path) or TuningTable()) if save else None   # an unreadable one is replaced
     rows = []
     for p, cands, heur in timers:
         t0 = time.perf_counter()
@@ -167,18 +167,6 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
         del timer
         torch.cuda.empty_cache()
     return TuneReport(arch, rows, path, time.perf_counter() - t_start)
-
-
-def _user_table(path: str) -> TuningTable:
-    """The user table tune() adds to: empty where there is none, or where it is unreadable (it is
-    then replaced, with a warning naming it)."""
-    try:
-        return TuningTable.load(path)
-    except FileNotFoundError:
-        return TuningTable()
-    except ValueError as e:
-        log.warning("tune: replacing the unreadable user table %s (%s)", path, e)
-        return TuningTable()
 
 
 def heuristic_candidate(p, sms: int, arch: str = "sm_90", cluster_slots: Optional[ClusterSlots] = None) -> Candidate:

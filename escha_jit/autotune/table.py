@@ -137,6 +137,18 @@ def user_table_path(arch: str, cache_dir: Optional[str] = None) -> str:
     return os.path.join(cache_dir or env.cache_dir(), "tuning", f"{arch}.json")
 
 
+def read_table(path: str) -> Optional[TuningTable]:
+    """The table at ``path``; None where there is none, or where it is unreadable (a warning naming
+    the file: a corrupt table is never fatal)."""
+    try:
+        return TuningTable.load(path)
+    except FileNotFoundError:
+        return None
+    except TableError as e:
+        log.warning("ignoring tuning table: %s", e)
+        return None
+
+
 class Tables:
     """Lookup over the shipped and the user table of each arch (loaded once, user wins).
     A miss logs once per key; a corrupt file logs a warning and is ignored, never fatal."""
@@ -147,21 +159,12 @@ class Tables:
         self._missed: set[str] = set()
         self._lock = threading.Lock()
 
-    def _read(self, path: str) -> Optional[TuningTable]:
-        try:
-            return TuningTable.load(path)
-        except FileNotFoundError:
-            return None
-        except TableError as e:
-            log.warning("ignoring tuning table: %s", e)
-            return None
-
     def table(self, arch: str) -> TuningTable:
         with self._lock:
             t = self._by_arch.get(arch)
             if t is None:
-                shipped = self._read(shipped_table_path(arch)) or TuningTable()
-                user = self._read(user_table_path(arch, self.cache_dir))
+                shipped = read_table(shipped_table_path(arch)) or TuningTable()
+                user = read_table(user_table_path(arch, self.cache_dir))
                 t = shipped.merged(user) if user else shipped
                 self._by_arch[arch] = t
             return t
