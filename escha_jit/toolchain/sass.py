@@ -1,12 +1,14 @@
 """NVIDIA SASS of a cubin, without a GPU (torch-free): ``cuobjdump -sass`` from the ``sass`` extra
-(the nvidia-cuda-cuobjdump wheel) or a CUDA toolkit on PATH."""
+(the nvidia-cuda-cuobjdump wheel) or a CUDA toolkit on PATH; and the kernel's main loop found in it."""
 from __future__ import annotations
 
 import glob
 import os
+import re
 import shutil
 import subprocess
 import tempfile
+from collections import Counter
 from typing import Optional
 
 from ..errors import ToolchainUnavailable
@@ -39,3 +41,48 @@ def disassemble(binary: bytes, tool: Optional[str] = None) -> str:
     if r.returncode != 0:
         raise RuntimeError(f"cuobjdump failed ({r.returncode}): {r.stderr.strip()}")
     return r.stdout
+
+
+# the instructions of a product kernel's main loop: the matrix unit or the integer dot unit
+LOOP_MARKERS = ("HMMA", "IMMA", "HGMMA", "IDP")
+_LINE = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(.*?)\s*;")
+_TARGET = re.compile(r"BRA(?:\.[A-Z.]+)?\s+(?:`\(\.L_x_\d+\)\s*)?0x([0-9a-f]+)\s*$")
+
+
+def instructions(sass: str) -> list[tuple[int, str]]:
+    """(address, instruction text without its ';') of every SASS instruction line."""
+    return [(int(m.group(1), 16), m.group(2)) for m in map(_LINE.search, sass.splitlines()) if m]
+
+
+def opcode(text: str) -> str:
+    """The opcode with its modifiers (``IMAD.MOV.U32``) of an instruction, its predicate dropped."""
+    parts = text.split()
+    return parts[1] if parts and parts[0].startswith("@") and len(parts) > 1 else (parts[0] if parts else "")
+
+
+def main_loop(sass: str, markers: tuple = LOOP_MARKERS) -> Optional[dict]:
+    """The innermost loop that holds a matrix / dot-unit instruction: the shortest span from a
+    backward branch's target to the branch that contains one of ``markers``. Returns start / end
+    addresses, its instruction count and its opcodes by count (most first); None without such a
+    loop. A kernel's hot loop is where its time goes, so its count per step is the figure to watch
+    when an edit elsewhere in the kernel moves the compiler's allocation (benchmarks/RESULTS.md
+    session 20)."""
+    ins = instructions(sass)
+    index = {a: i for i, (a, _) in enumerate(ins)}
+    best = None
+    for i, (addr, text) in enumerate(ins):
+        m = _TARGET.search(text)
+        if not m:
+            continue
+        target = int(m.group(1), 16)
+        if target >= addr or target not in index:
+            continue
+        body = ins[index[target]:i + 1]
+        if not any(opcode(t).startswith(markers) for _, t in body):
+            continue
+        if best is None or len(body) < len(best):
+            best = body
+    if best is None:
+        return None
+    ops = Counter(opcode(t) for _, t in best)
+    return dict(start=best[0][0], end=best[-1][0], instructions=len(best), opcodes=dict(ops.most_common()))

@@ -1,0 +1,71 @@
+"""The SASS main-loop finder (toolchain.sass.main_loop) and benchmarks/sass_stats.py's pieces that
+need no compiler: blocks per SM by registers, the kernels a table dispatches."""
+import importlib.util
+import os
+
+from escha_jit.autotune.table import Entry, TuningTable
+from escha_jit.kernels.fused import FusedConfig, FusedLaunch
+from escha_jit.toolchain.sass import instructions, main_loop, opcode
+
+_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks", "sass_stats.py")
+_spec = importlib.util.spec_from_file_location("sass_stats", _PATH)
+sass_stats = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(sass_stats)
+
+# an outer loop (0x10..0x90) around an inner one with the matrix unit (0x30..0x70), and a shorter
+# loop without it (0xa0..0xb0), in cuobjdump's layout
+SASS = """
+        /*0000*/                   MOV R1, c[0x0][0x28] ;                 /* 0x00000a0000017a02 */
+        /*0010*/                   IMAD R2, R3, R4, RZ ;                  /* 0x0000000403027224 */
+        /*0020*/                   LDS R5, [R2] ;                         /* 0x0000000002057984 */
+        /*0030*/                   LOP3.LUT R6, R5, R7, RZ, 0xc0, !PT ;   /* 0x0000000705067212 */
+        /*0040*/                   IMAD R6, R6, R8, RZ ;                  /* 0x0000000806067224 */
+        /*0050*/                   HMMA.16816.F32 R12, R16, R6, R12 ;     /* 0x000000061010723c */
+        /*0060*/                   ISETP.NE.AND P0, PT, R9, RZ, PT ;      /* 0x000000ff0900720c */
+        /*0070*/               @P0 BRA 0x30 ;                             /* 0xfffffffc00ec0947 */
+        /*0080*/                   IADD3 R10, R10, 0x1, RZ ;              /* 0x000000010a0a7810 */
+        /*0090*/              @!P1 BRA 0x10 ;                             /* 0xfffffffc00dc9947 */
+        /*00a0*/                   SHFL.BFLY PT, R3, R4, 0x1, 0x1f ;      /* 0x0c201f0004037f89 */
+        /*00b0*/               @P2 BRA 0xa0 ;                             /* 0xfffffffc00f82947 */
+        /*00c0*/                   EXIT ;                                 /* 0x000000000000794d */
+"""
+
+
+def test_main_loop_is_the_innermost_loop_with_the_unit():
+    loop = main_loop(SASS)
+    assert (loop["start"], loop["end"], loop["instructions"]) == (0x30, 0x70, 5)
+    assert loop["opcodes"] == {"LOP3.LUT": 1, "IMAD": 1, "HMMA.16816.F32": 1, "ISETP.NE.AND": 1, "BRA": 1}
+
+
+def test_no_loop_with_the_unit():
+    assert main_loop(SASS.replace("HMMA.16816.F32", "FFMA")) is None
+
+
+def test_instruction_lines_and_opcodes():
+    ins = instructions(SASS)
+    assert len(ins) == 13 and ins[7] == (0x70, "@P0 BRA 0x30")
+    assert opcode("@!P1 BRA 0x10") == "BRA" and opcode("IMAD.MOV.U32 R1, RZ, RZ, 0x1") == "IMAD.MOV.U32"
+
+
+def test_blocks_by_registers():
+    # 65536 registers per SM; per-thread counts round up to 8
+    assert sass_stats.blocks_by_registers(114, 256) == 2      # 120 x 256 = 30720
+    assert sass_stats.blocks_by_registers(135, 256) == 1      # 136 x 256 = 34816
+    assert sass_stats.blocks_by_registers(128, 128) == 4
+
+
+def test_dispatched_specs_route_small_m_through_the_swapped_kernel():
+    cfg = FusedConfig(warps=8, rows_per_stage=16, stages=2)
+    table = TuningTable({}, {
+        "fused|K2|mcg|4096x4096|f16|M1": Entry(cfg, FusedLaunch(8)),
+        "fused|K2|mcg|4096x4096|f16|M4": Entry(cfg, FusedLaunch(8)),
+        "fused|K2|mcg|4096x4096|f16|M16": Entry(cfg, FusedLaunch(4)),
+        "fused|K2|mcg|8192x28672|f16|M16": Entry(cfg, FusedLaunch(4)),
+    })
+    specs = sass_stats.dispatched_specs(table, "sm_90", {"4096x4096"})
+    assert len(specs) == 2
+    swapped = [v for v in specs.values() if v[0].params.get("swap")]
+    assert len(swapped) == 1 and swapped[0][1] == ["fused|K2|mcg|4096x4096|f16|M1", "fused|K2|mcg|4096x4096|f16|M4"]
+    every = sass_stats.dispatched_specs(table, "sm_90", set())       # one kernel serves both M = 16 entries
+    assert sorted(len(keys) for _, keys in every.values()) == [2, 2]
+    assert ["fused|K2|mcg|4096x4096|f16|M16", "fused|K2|mcg|8192x28672|f16|M16"] in [k for _, k in every.values()]
