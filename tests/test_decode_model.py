@@ -53,6 +53,11 @@ def test_floor_cut_reaches_the_target():
     assert decode_model.floor_cut_for(rows, models, target) == pytest.approx(1.25, abs=1e-6)
     assert decode_model.floor_cut_for(rows, models, measured * 0.9) == 0.0
     assert decode_model.floor_cut_for(rows, models, 1e6) == math.inf
+    faster = decode_model.speedup_geomean(rows, models, rate_gain=1.3)
+    assert decode_model.rate_gain_for(rows, models, faster) == pytest.approx(1.3, abs=1e-6)
+    assert decode_model.rate_gain_for(rows, models, measured * 0.9) == 1.0
+    # the rates alone cannot beat bf16 by more than its floor allows: floor 5 us vs bf16's 6 + W / 2.3
+    assert decode_model.rate_gain_for(rows, models, 50.0) == math.inf
 
 
 def test_cli_writes_json(tmp_path, capsys):
@@ -63,7 +68,8 @@ def test_cli_writes_json(tmp_path, capsys):
     got = json.loads(out.read_text())
     assert [b["M"] for b in got["buckets"]] == [1, 16]
     assert got["buckets"][1]["floor_us"] == pytest.approx(7.0)
-    assert got["floor_cut_us"] >= 0 and "needs every coded floor" in capsys.readouterr().out
+    assert got["floor_cut_us"] >= 0 and got["rate_gain"] >= 1
+    assert "needs every coded floor" in capsys.readouterr().out
 
 
 def test_one_weight_count_is_refused():
