@@ -12,7 +12,7 @@ Run this on both trees before spending GPU time on an A/B:
 
 Per kernel: registers, spill bytes, blocks per SM that its registers allow (65536 per SM, per-thread
 counts rounded up to 8), and the innermost loop holding a matrix / dot-unit instruction (the main
-loop: instructions per step, commonest opcodes). Writes JSON.
+loop: instructions per step and per decoded weight, commonest opcodes). Writes JSON.
 """
 from __future__ import annotations
 
@@ -50,6 +50,14 @@ def dispatched_specs(table: TuningTable, arch: str, shapes: set) -> dict:
     return out
 
 
+def instructions_per_weight(loop_instructions: int, params: dict) -> float:
+    """Lane instructions per decoded weight of a main-loop step: a wave's step covers
+    rows_per_stage tile rows x (8 / waves across the tile columns) tiles of 256 weights, 32 lanes
+    issuing each instruction (16 waves: two K slices of 8 waves, each wave one tile column)."""
+    tiles = params["rows_per_stage"] * (8 // min(params["warps"], 8))
+    return loop_instructions * 32 / (256 * tiles)
+
+
 def stats(spec, cache: KernelCache, tool: str) -> dict:
     entry = compile_spec(spec, fused.render_extra(spec), cache=cache)
     res = entry.code.resources.get(spec.kernel_name(), {})
@@ -57,7 +65,10 @@ def stats(spec, cache: KernelCache, tool: str) -> dict:
     loop = main_loop(disassemble(entry.code.binary, tool)) or {}
     return dict(registers=regs, spill_bytes=res.get("spill_bytes") or 0,
                 blocks_by_registers=blocks_by_registers(regs, 32 * spec.params["warps"]) if regs else None,
-                loop_instructions=loop.get("instructions"), loop_opcodes=loop.get("opcodes", {}))
+                loop_instructions=loop.get("instructions"),
+                instructions_per_weight=(instructions_per_weight(loop["instructions"], spec.params)
+                                         if loop else None),
+                loop_opcodes=loop.get("opcodes", {}))
 
 
 def main(argv=None) -> None:
@@ -80,7 +91,7 @@ def main(argv=None) -> None:
             old = json.load(f)["kernels"]
     cache = KernelCache(args.cache_dir)
     rows = {}
-    print(f"{'kernel':<96} {'regs':>4} {'spill':>5} {'blk/SM':>6} {'loop':>5}  was")
+    print(f"{'kernel':<96} {'regs':>4} {'spill':>5} {'blk/SM':>6} {'loop':>5} {'i/w':>5}  was")
     for name, (spec, keys) in specs.items():
         r = stats(spec, cache, tool)
         r["table_keys"] = keys
@@ -90,7 +101,7 @@ def main(argv=None) -> None:
         note = (f"  {was['registers']} regs, loop {was['loop_instructions']}" if changed
                 else ("  (new)" if old and not was else ""))
         print(f"{name:<96} {r['registers']:>4} {r['spill_bytes']:>5} {r['blocks_by_registers'] or '-':>6} "
-              f"{r['loop_instructions'] or '-':>5}{note}", flush=True)
+              f"{r['loop_instructions'] or '-':>5} {r['instructions_per_weight'] or 0:>5.2f}{note}", flush=True)
     if old:
         moved = [n for n in rows if n in old and
                  (old[n]["registers"], old[n]["loop_instructions"]) != (rows[n]["registers"], rows[n]["loop_instructions"])]

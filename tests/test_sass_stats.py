@@ -54,6 +54,13 @@ def test_blocks_by_registers():
     assert sass_stats.blocks_by_registers(128, 128) == 4
 
 
+def test_instructions_per_weight():
+    # K2 mcg swapped, 4 waves (2 tile columns each), 16 rows per step: 1079 instructions per step
+    assert sass_stats.instructions_per_weight(1079, dict(warps=4, rows_per_stage=16)) == 1079 * 32 / (256 * 32)
+    # 16 waves: each wave one tile column, 16 rows
+    assert sass_stats.instructions_per_weight(701, dict(warps=16, rows_per_stage=16)) == 701 * 32 / (256 * 16)
+
+
 def test_dispatched_specs_route_small_m_through_the_swapped_kernel():
     cfg = FusedConfig(warps=8, rows_per_stage=16, stages=2)
     table = TuningTable({}, {
