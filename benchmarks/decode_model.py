@@ -89,35 +89,37 @@ def speedup_geomean(rows: list[dict], models: list[dict], floor_cut_us: float = 
     return math.exp(sum(logs) / len(logs))
 
 
+def _bisect(short_of_target, lo: float, hi: float) -> float:
+    """The smallest x in [lo, hi] (to 60 halvings) where short_of_target(x) turns false; it must be
+    true at lo and false at hi, and monotonic between."""
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if short_of_target(mid) else (lo, mid)
+    return hi
+
+
 def floor_cut_for(rows: list[dict], models: list[dict], target: float) -> float:
     """The cut (us) of every coded series' floor at which speedup_geomean reaches target (bisection;
     inf where even floors of zero fall short)."""
-    lo, hi = 0.0, min(m["floor_us"] for m in models if m["codebook"] != "bf16")
-    if speedup_geomean(rows, models, lo) >= target:
+    short = lambda cut: speedup_geomean(rows, models, floor_cut_us=cut) < target  # noqa: E731
+    hi = min(m["floor_us"] for m in models if m["codebook"] != "bf16")
+    if not short(0.0):
         return 0.0
-    if speedup_geomean(rows, models, hi) < target:
-        return math.inf
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if speedup_geomean(rows, models, mid) < target else (lo, mid)
-    return hi
+    return math.inf if short(hi) else _bisect(short, 0.0, hi)
 
 
 def rate_gain_for(rows: list[dict], models: list[dict], target: float) -> float:
     """The factor on every coded series' rate (floors as fitted) at which speedup_geomean reaches
     target (bisection; inf where no finite factor does)."""
-    if speedup_geomean(rows, models) >= target:
+    short = lambda gain: speedup_geomean(rows, models, rate_gain=gain) < target  # noqa: E731
+    if not short(1.0):
         return 1.0
     hi = 2.0
-    while speedup_geomean(rows, models, rate_gain=hi) < target:
+    while short(hi):
         if hi > 1e6:
             return math.inf
         hi *= 2
-    lo = 1.0
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if speedup_geomean(rows, models, rate_gain=mid) < target else (lo, mid)
-    return hi
+    return _bisect(short, 1.0, hi)
 
 
 def main(argv=None) -> None:

@@ -22,7 +22,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from escha_jit.autotune.table import TuningTable, shipped_table_path  # noqa: E402
+from escha_jit.autotune.table import TuningTable, parse_key, shipped_table_path  # noqa: E402
 from escha_jit.cache import KernelCache  # noqa: E402
 from escha_jit.jit import compile_spec  # noqa: E402
 from escha_jit.kernels import fused  # noqa: E402
@@ -41,11 +41,11 @@ def dispatched_specs(table: TuningTable, arch: str, shapes: set) -> dict:
     runs it (M <= 8 on NVIDIA: the swapped route, kernels.fused.swap_route)."""
     out: dict = {}
     for key, e in sorted(table.entries.items()):
-        op, k, cb, shape, dt, m = key.split("|")
-        if op != "fused" or (shapes and shape not in shapes):
+        k = parse_key(key)
+        if k.op != "fused" or (shapes and f"{k.IC}x{k.OC}" not in shapes):
             continue
-        cfg = fused.swap_route(e.cfg, "nvidia", cb, int(m[1:]))
-        spec = fused.spec_for(arch, float(k[1:].replace("p", ".")), cb, dt, dt, cfg)
+        cfg = fused.swap_route(e.cfg, "nvidia", k.codebook, k.M)
+        spec = fused.spec_for(arch, k.K, k.codebook, k.dtype, k.dtype, cfg)
         out.setdefault(str(spec), (spec, []))[1].append(key)
     return out
 
@@ -91,23 +91,23 @@ def main(argv=None) -> None:
             old = json.load(f)["kernels"]
     cache = KernelCache(args.cache_dir)
     rows = {}
+    moved = fewer_blocks = 0
     print(f"{'kernel':<96} {'regs':>4} {'spill':>5} {'blk/SM':>6} {'loop':>5} {'i/w':>5}  was")
     for name, (spec, keys) in specs.items():
         r = stats(spec, cache, tool)
         r["table_keys"] = keys
         rows[name] = r
         was = old.get(name)
-        changed = was and (was["registers"], was["loop_instructions"]) != (r["registers"], r["loop_instructions"])
-        note = (f"  {was['registers']} regs, loop {was['loop_instructions']}" if changed
-                else ("  (new)" if old and not was else ""))
+        note = "  (new)" if old and not was else ""
+        if was and (was["registers"], was["loop_instructions"]) != (r["registers"], r["loop_instructions"]):
+            note = f"  {was['registers']} regs, loop {was['loop_instructions']}"
+            moved += 1
+            fewer_blocks += (r["blocks_by_registers"] or 0) < (was["blocks_by_registers"] or 0)
         print(f"{name:<96} {r['registers']:>4} {r['spill_bytes']:>5} {r['blocks_by_registers'] or '-':>6} "
               f"{r['loop_instructions'] or '-':>5} {r['instructions_per_weight'] or 0:>5.2f}{note}", flush=True)
     if old:
-        moved = [n for n in rows if n in old and
-                 (old[n]["registers"], old[n]["loop_instructions"]) != (rows[n]["registers"], rows[n]["loop_instructions"])]
-        fewer_blocks = [n for n in moved if (rows[n]["blocks_by_registers"] or 0) < (old[n]["blocks_by_registers"] or 0)]
-        print(f"\n{len(moved)} of {len(rows)} kernels changed registers or main loop; "
-              f"{len(fewer_blocks)} fit fewer blocks per SM by registers")
+        print(f"\n{moved} of {len(rows)} kernels changed registers or main loop; "
+              f"{fewer_blocks} fit fewer blocks per SM by registers")
     with open(args.out, "w") as f:
         json.dump(dict(arch=args.arch, kernels=rows), f, indent=1)
 

@@ -406,3 +406,9 @@ def test_untuned_choice_is_shipped_and_launchable(M, IC, OC):
         assert smem_layout(routed, K, M, kr).total <= 227 * 1024
         if IC % 256:
             assert cfg == fused.default_config(M)
+
+
+@pytest.mark.parametrize("K,cb,IC,OC,dt,M", [(2.0, "mcg", 4096, 14336, "f16", 16), (2.5, "mul1", 256, 128, "bf16", 3)])
+def test_parse_key_inverts_entry_key(K, cb, IC, OC, dt, M):
+    from escha_jit.autotune.table import entry_key, m_bucket, parse_key
+    assert parse_key(entry_key("fused", K, cb, IC, OC, dt, M)) == ("fused", K, cb, IC, OC, dt, m_bucket(M))

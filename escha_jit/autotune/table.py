@@ -20,7 +20,7 @@ import logging
 import os
 import tempfile
 import threading
-from typing import Any, Mapping, Optional
+from typing import Any, Mapping, NamedTuple, Optional
 
 from .. import env
 from ..kernels.fused import FusedConfig, FusedLaunch
@@ -46,6 +46,23 @@ def m_bucket(M: int) -> int:
 
 def entry_key(op: str, K: float, codebook: str, IC: int, OC: int, dtype: str, M: int) -> str:
     return f"{op}|K{rate_name(K)}|{codebook}|{IC}x{OC}|{dtype}|M{m_bucket(M)}"
+
+
+class EntryKey(NamedTuple):
+    op: str
+    K: float
+    codebook: str
+    IC: int
+    OC: int
+    dtype: str
+    M: int          # the bucket
+
+
+def parse_key(key: str) -> EntryKey:
+    """The fields of an entry_key ('fused|K2p5|mcg|4096x4096|f16|M16')."""
+    op, k, cb, shape, dtype, m = key.split("|")
+    ic, oc = shape.split("x")
+    return EntryKey(op, float(k[1:].replace("p", ".")), cb, int(ic), int(oc), dtype, int(m[1:]))
 
 
 @dataclasses.dataclass(frozen=True)

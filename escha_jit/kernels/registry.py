@@ -145,15 +145,15 @@ def shipped_specs(arch: str, full: bool = True) -> Iterator[tuple[KernelSpec, di
                     s = fused.spec_for(arch, K, cb, dt, dt, cfg, act_quant="int8")
                     yield s, fused.render_extra(s)
     if full:                                          # every configuration the shipped table picks
-        from ..autotune.table import TableError, TuningTable, shipped_table_path
+        from ..autotune.table import TableError, TuningTable, parse_key, shipped_table_path
         try:
             table = TuningTable.load(shipped_table_path(arch))
         except (FileNotFoundError, TableError):
             return
         for key, e in sorted(table.entries.items()):
-            _, k, cb, _, dt, _ = key.split("|")
-            for c in with_swap(e.cfg, arch, cb):
-                s = fused.spec_for(arch, float(k[1:].replace("p", ".")), cb, dt, dt, c)
+            k = parse_key(key)
+            for c in with_swap(e.cfg, arch, k.codebook):
+                s = fused.spec_for(arch, k.K, k.codebook, k.dtype, k.dtype, c)
                 if s not in seen and fused_fits(arch, c, s.K):
                     seen.add(s)
                     yield s, fused.render_extra(s)
