@@ -4,8 +4,11 @@ Builds the dispatched configuration of each problem with ``diag=4`` (include/esc
 block records %globaltimer at its start, after the grid-dependency wait, when its A operand is
 ready, after its main loop, after its partial / output write, after the split-K counter, and - the
 last block of a column group - after the output), replays a CUDA graph of calls over distinct
-weights (PERF.md method) and reads the last call's timestamps back. Prints, per problem, the
-phase durations over blocks (median and max, us) and the kernel's span; writes JSON.
+weights (PERF.md method) and reads the last call's timestamps back, with each block's SM (%smid).
+Prints, per problem, the phase durations over blocks (median and max, us), the kernel's span, and
+how the main loops line up: their durations by how many blocks shared the SM while they ran, and
+when the last one ended (after the dependency wait: the rest of the call waits for it); writes
+JSON with every block's timestamps.
 
     python benchmarks/trace_fused.py --problems 4096x4096:2:mcg:1,4096x4096:2:mcg:16 --out trace.json
 """
@@ -43,7 +46,29 @@ def read_trace(kernel, blocks: int) -> list[list[int]]:
     err, = d.cuMemcpyDtoD(buf.data_ptr(), ptr, size)
     assert int(err) == 0, err
     v = buf.cpu().tolist()
-    return [v[b * 8:b * 8 + 7] for b in range(blocks)]
+    return [v[b * 8:b * 8 + 8] for b in range(blocks)]
+
+
+def main_loop_lineup(tr: list[list[int]]) -> dict:
+    """Main-loop durations (us) of blocks by how many blocks of the call shared their SM during it
+    (overlapping A-ready .. main-done intervals, itself included), and the main loops' end times
+    after the earliest dependency-wait release: median, last, and the last block's SM load."""
+    loops = [(t[7], t[2], t[3]) for t in tr if t[3] > t[2] > 0]
+    by_share: dict[int, list[float]] = {}
+    for sm, a, b in loops:
+        share = sum(1 for sm2, a2, b2 in loops if sm2 == sm and a2 < b and b2 > a)
+        by_share.setdefault(share, []).append((b - a) / 1e3)
+    t1 = min(t[1] for t in tr if t[1] > 0)
+    ends = sorted((b - t1) / 1e3 for _, _, b in loops)
+    per_sm: dict[int, int] = {}
+    for sm, _, _ in loops:
+        per_sm[sm] = per_sm.get(sm, 0) + 1
+    return {"duration_us_by_sharing": {k: {"blocks": len(v), "median": statistics.median(v), "max": max(v)}
+                                       for k, v in sorted(by_share.items())},
+            "end_after_wait_us": {"median": statistics.median(ends), "p90": ends[int(0.9 * (len(ends) - 1))],
+                                  "last": ends[-1]},
+            "sms_used": len(per_sm), "blocks_per_sm": {k: sum(1 for v in per_sm.values() if v == k)
+                                                       for k in sorted(set(per_sm.values()))}}
 
 
 def trace_problem(spec: str, dev: torch.device, repeats: int) -> dict:
@@ -68,6 +93,14 @@ def trace_problem(spec: str, dev: torch.device, repeats: int) -> dict:
     res["start_spread_us"] = (max(b[0] for b in tr) - t0) / 1e3
     print(f"== {spec}: {plan.cfg} S={plan.launch.splits}, {blocks} blocks, {us:.2f} us/call in the chain; "
           f"last call's span {res['span_us']:.2f} us, block starts spread {res['start_spread_us']:.2f} us", flush=True)
+    res["main_loops"] = lu = main_loop_lineup(tr)
+    res["blocks_trace"] = tr
+    share = ", ".join(f"{k} on the SM: {v['blocks']} blocks, median {v['median']:.2f} / max {v['max']:.2f} us"
+                      for k, v in lu["duration_us_by_sharing"].items())
+    e = lu["end_after_wait_us"]
+    print(f"   main loops by blocks sharing the SM - {share}; they end {e['median']:.2f} (median) / "
+          f"{e['p90']:.2f} (p90) / {e['last']:.2f} (last) us after the first wait release; "
+          f"{lu['sms_used']} SMs, blocks per SM {lu['blocks_per_sm']}", flush=True)
     for name, a, b in PHASES:
         d = [(t[b] - t[a]) / 1e3 for t in tr if t[b] > 0 and t[a] > 0 and t[b] >= t[a]]
         if not d:
@@ -88,7 +121,7 @@ def main(argv=None):
     rows = [trace_problem(s, dev, args.repeats) for s in args.problems.split(",")]
     with open(args.out, "w") as f:
         json.dump(dict(date=time.strftime("%Y-%m-%d %H:%M:%S"), gpu=torch.cuda.get_device_name(), rows=rows), f,
-                  indent=1)
+                  separators=(",", ":"))         # compact: every block's timestamps
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@
 // Vendor-specific parts come from the platform headers: the matrix unit (mu::), async copies,
 // shuffles, coherent loads, fences, the dependent-launch wait. ESCHA_FUSED_DIAG (0 = off) removes one stage for timing studies:
 // 1 = no decode (B = raw words), 2 = no matrix-unit ops, 3 = no x prologue; 4 removes nothing
-// but records per-block phase timestamps (%globaltimer, ns) in the module global escha_trace
+// but records per-block phase timestamps (%globaltimer, ns; the last of 8 slots: %smid) in the module global escha_trace
 // (benchmarks/trace_fused.py reads them).
 #pragma once
 #include "escha/platform.h"
@@ -66,7 +66,14 @@ ESCHA_DEVICE void trace_point(int i) {
         const int b = blockIdx.y * gridDim.x + blockIdx.x;
         unsigned long long t;
         asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-        if ((b + 1) * TRACE_POINTS <= (1 << 16)) escha_trace[b * TRACE_POINTS + i] = t;
+        if ((b + 1) * TRACE_POINTS <= (1 << 16)) {
+            escha_trace[b * TRACE_POINTS + i] = t;
+            if (i == 0) {                                    // the last slot: the block's SM
+                unsigned sm;
+                asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+                escha_trace[b * TRACE_POINTS + TRACE_POINTS - 1] = sm;
+            }
+        }
     }
 }
 #define ESCHA_TRACE(i) trace_point(i)
