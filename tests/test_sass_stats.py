@@ -76,3 +76,30 @@ def test_dispatched_specs_route_small_m_through_the_swapped_kernel():
     every = sass_stats.dispatched_specs(table, "sm_90", set())       # one kernel serves both M = 16 entries
     assert sorted(len(keys) for _, keys in every.values()) == [2, 2]
     assert ["fused|K2|mcg|4096x4096|f16|M16", "fused|K2|mcg|8192x28672|f16|M16"] in [k for _, k in every.values()]
+
+
+def test_pipe_cycles_per_tile():
+    # one wave's step of 2 tiles: 24 ALU (half rate), 8 IMAD (FMA heavy, half rate), 1 IMAD.WIDE
+    # (two passes), 4 HMMA, one 16-byte shared load per lane (512 bytes), a branch
+    ops = {"LOP3.LUT": 16, "SHF.R.U32.HI": 8, "IMAD": 8, "IMAD.WIDE": 1, "HMMA.16816.F32": 4, "LDS.128": 1,
+           "BRA": 1}
+    c = sass_stats.pipe_cycles(ops, tiles=2)
+    assert c["issue"] == 39 / 4 / 2 and c["alu"] == 2 * 24 / 4 / 2
+    assert c["fma_heavy"] == (2 * 8 + 4) / 4 / 2 and c["smem"] == 512 / 128 / 2 and c["unit"] == 2
+    assert c["bound"] == "alu"                              # 6.0 SM cycles per tile against 4.875 of issue
+    c = sass_stats.pipe_cycles({"IMAD": 8, "IDP.4A.U8.U8": 8, "HMMA.16816.F32": 2}, tiles=1)
+    assert c["bound"] == "fma_heavy" and c["fma_heavy"] == 8.0 and c["issue"] == 4.5
+
+
+def test_measured_vs_model_takes_the_fitted_floor_off():
+    # one series (K2 mcg M1 f16) on two shapes: 6 us floor, 1 us per 2^20 weights x ... exactly a line
+    small, big = (1024, 1024), (8192, 8192)
+    us = {s: 6.0 + s[0] * s[1] / 2**24 for s in (small, big)}
+    bench = [dict(IC=s[0], OC=s[1], K=2.0, codebook="mcg", M=1, dtype="f16", us=us[s]) for s in us]
+    pipes = dict(issue=8.0, alu=10.0, fma_heavy=4.0, smem=4.0, unit=2.0, bound="alu")
+    rows = {"k": dict(pipes=pipes, table_keys=["fused|K2|mcg|8192x8192|f16|M1"])}
+    (cell,) = sass_stats.measured_vs_model(rows, bench, "8192x8192")
+    # 2^24 weights per us over 132 SMs -> 256 weights take 256 * 1780 * 132 / 2^24 SM cycles
+    want = 256 * sass_stats.SM_MHZ * sass_stats.SMS / 2**24
+    assert abs(cell["measured"] - want) < 1e-9 and cell["bound"] == "alu"
+    assert abs(cell["rest_per_unit"] - (want - 10.0) / 2) < 1e-9

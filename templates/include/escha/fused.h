@@ -27,7 +27,8 @@
 //
 // Vendor-specific parts come from the platform headers: the matrix unit (mu::), async copies,
 // shuffles, coherent loads, fences, the dependent-launch wait. ESCHA_FUSED_DIAG (0 = off) removes one stage for timing studies:
-// 1 = no decode (B = raw words), 2 = no matrix-unit ops, 3 = no x prologue; 4 removes nothing
+// 1 = no decode (B = raw words), 2 = no matrix-unit ops (nor their x loads on the word routes), 3 = no x
+// prologue; 4 removes nothing
 // but records per-block phase timestamps (%globaltimer, ns; the last of 8 slots: %smid) in the module global escha_trace
 // (benchmarks/trace_fused.py reads them).
 #pragma once
@@ -624,12 +625,27 @@ struct FusedLinear {
                     u32 w[NW];
                     #pragma unroll
                     for (int q = 0; q < NW; ++q) w[q] = lds32(lane_words[q] + slot + 4 * (r * TPW + b) * W32);
+#if ESCHA_FUSED_DIAG == 1
+                    #pragma unroll
+                    for (int j = 0; j < 8; ++j) bf[b].w[j] = w[j % NW] & 0x3BFF3BFFu;    // raw words, no decode
+#else
                     if constexpr (SW)
                         dec.template swap_words<CB>(bf[b].w, w, mask);
                     else
                         dec.hashes(bf[b].w, w);
+#endif
                 }
                 const int row = step * RB + r;                      // tile row inside the block's K range
+#if ESCHA_FUSED_DIAG == 2
+                // no matrix unit (nor its x loads): the decoded words folded into one accumulator
+                #pragma unroll
+                for (int b = 0; b < TPW; ++b) {
+                    const u32 f = (bf[b].w[0] ^ bf[b].w[1] ^ bf[b].w[2]) ^ (bf[b].w[3] ^ bf[b].w[4] ^ bf[b].w[5]) ^
+                                  (bf[b].w[6] ^ bf[b].w[7]);
+                    acc[0][b][0] += bit_cast<float>(f & 0x3BFF3BFFu);
+                }
+                continue;
+#endif
                 if constexpr (DOT) {
                     mu::XFragI8 xf;
                     mu::load_x_i8(xf, x0_addr[0] + 64u * (u32)row, x0_addr[1] + 64u * (u32)row);
