@@ -51,8 +51,9 @@ def read_trace(kernel, blocks: int) -> list[list[int]]:
 
 def main_loop_lineup(tr: list[list[int]]) -> dict:
     """Main-loop durations (us) of blocks by how many blocks of the call shared their SM during it
-    (overlapping A-ready .. main-done intervals, itself included), and the main loops' end times
-    after the earliest dependency-wait release: median, last, and the last block's SM load."""
+    (overlapping A-ready .. main-done intervals, itself included), the main loops' end times after
+    the earliest dependency-wait release (median, p90, last), and how many SMs ran how many blocks.
+    ``tr``: per block the 8 trace slots (7 timestamps in ns, then the SM)."""
     loops = [(t[7], t[2], t[3]) for t in tr if t[3] > t[2] > 0]
     by_share: dict[int, list[float]] = {}
     for sm, a, b in loops:

@@ -26,10 +26,10 @@
 // need no memset).
 //
 // Vendor-specific parts come from the platform headers: the matrix unit (mu::), async copies,
-// shuffles, coherent loads, fences, the dependent-launch wait. ESCHA_FUSED_DIAG (0 = off) removes one stage for timing studies:
-// 1 = no decode (B = raw words), 2 = no matrix-unit ops (nor their x loads on the word routes), 3 = no x
-// prologue; 4 removes nothing
-// but records per-block phase timestamps (%globaltimer, ns; the last of 8 slots: %smid) in the module global escha_trace
+// shuffles, coherent loads, fences, the dependent-launch wait. ESCHA_FUSED_DIAG (0 = off) removes one
+// stage for timing studies: 1 = no decode (B = raw words), 2 = no matrix-unit ops (nor, on the word
+// routes, their x loads), 3 = no x prologue; 4 removes nothing but records per-block phase
+// timestamps (%globaltimer, ns; the last of 8 slots: %smid) in the module global escha_trace
 // (benchmarks/trace_fused.py reads them).
 #pragma once
 #include "escha/platform.h"
