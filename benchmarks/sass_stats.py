@@ -79,9 +79,10 @@ SMEM_BYTES = {"LDS": 128, "LDS.64": 256, "LDS.128": 512, "LDSM.16.M88.4": 512, "
 def pipe_cycles(opcodes: dict, tiles: float) -> dict:
     """SM cycles per trellis tile (256 weights) of a main-loop step of ``tiles`` tiles (one wave's step,
     all four schedulers busy with such steps): issue (one instruction per scheduler and cycle), the
-    ALU and FMA-heavy pipes (half rate), shared memory; ``bound`` is the largest of them, ``unit``
-    the matrix / dot-unit instructions per tile (their time comes on top: benchmarks/RESULTS.md
-    session 21 measured 2.1-2.8 SM cycles per HMMA.16816 of the swapped route)."""
+    ALU and FMA-heavy pipes (half rate; IDP counts there, as the decode's byte sums), shared memory;
+    ``bound`` is the largest of them, ``unit`` the matrix-unit instructions (HMMA / IMMA) per tile
+    (their time comes on top: benchmarks/RESULTS.md session 21 measured 1.9-2.7 SM cycles per
+    HMMA.16816 of the swapped route at M = 1)."""
     c = dict(issue=0.0, alu=0.0, fma_heavy=0.0, smem=0.0, unit=0.0)
     for op, n in opcodes.items():
         base = op.split(".")[0]

@@ -15,6 +15,7 @@ JSON with every block's timestamps.
 from __future__ import annotations
 
 import argparse
+import collections
 import dataclasses
 import json
 import os
@@ -61,15 +62,12 @@ def main_loop_lineup(tr: list[list[int]]) -> dict:
         by_share.setdefault(share, []).append((b - a) / 1e3)
     t1 = min(t[1] for t in tr if t[1] > 0)
     ends = sorted((b - t1) / 1e3 for _, _, b in loops)
-    per_sm: dict[int, int] = {}
-    for sm, _, _ in loops:
-        per_sm[sm] = per_sm.get(sm, 0) + 1
+    per_sm = collections.Counter(sm for sm, _, _ in loops)
     return {"duration_us_by_sharing": {k: {"blocks": len(v), "median": statistics.median(v), "max": max(v)}
                                        for k, v in sorted(by_share.items())},
             "end_after_wait_us": {"median": statistics.median(ends), "p90": ends[int(0.9 * (len(ends) - 1))],
                                   "last": ends[-1]},
-            "sms_used": len(per_sm), "blocks_per_sm": {k: sum(1 for v in per_sm.values() if v == k)
-                                                       for k in sorted(set(per_sm.values()))}}
+            "sms_used": len(per_sm), "blocks_per_sm": dict(sorted(collections.Counter(per_sm.values()).items()))}
 
 
 def trace_problem(spec: str, dev: torch.device, repeats: int) -> dict:
