@@ -48,7 +48,7 @@ struct Decoder {
     template <int CB>
     ESCHA_DEVICE void swap_words(u32 (&y)[8], const u32 (&w)[NW], u32 mask) const {
         u32 s[8];
-        ls.states(w, s);
+        ls.template states<CB != CB_MUL1>(w, s);
         #pragma unroll
         for (int j = 0; j < 8; ++j) y[j] = CB == CB_MUL1 ? mul1_swap_word(s[j]) : lcg_bits<CB>(s[j], mask);
     }

@@ -70,6 +70,9 @@ struct LaneStream {
     // Every cut is on the integer ALU pipe: on sm_90 the multiply pipe, which carries each state's
     // hash IMAD, is the scarcer one (A/B, RESULTS.md session 8: cuts moved onto IMAD.SHL / IMAD.HI
     // made the LCG codebooks 2-9 % slower, moving the last ones off IMAD 1-4.5 % faster).
+    // ON_MUL (NVIDIA; the LCG codebooks, whose loops the ALU pipe bounds while the multiply pipe
+    // carries only the hash IMAD): shifts of one word by a constant are IMAD.SHL, not SHF.
+    template <bool ON_MUL = false>
     ESCHA_DEVICE void states(const u32 (&w)[NW], u32 (&s)[8]) const {
 #if defined(ESCHA_AMD)
         constexpr bool planned = false;
@@ -77,9 +80,9 @@ struct LaneStream {
         constexpr bool planned = best_plan().cost < aligned_cost();
 #endif
         if constexpr (planned)
-            states_planned(w, s);
+            states_planned<ON_MUL>(w, s);
         else
-            states_aligned(w, s);
+            states_aligned<ON_MUL>(w, s);
     }
 
     // ---- NVIDIA (and the host shim): every state cut out in ONE integer instruction.
@@ -150,6 +153,7 @@ struct LaneStream {
         return best;
     }
 
+    template <bool ON_MUL>
     ESCHA_DEVICE void states_planned(const u32 (&w)[NW], u32 (&s)[8]) const {
         constexpr CutPlan PLAN = best_plan();
         constexpr int NX = PLAN.nx;
@@ -166,13 +170,16 @@ struct LaneStream {
         #pragma unroll
         for (int j = 0; j < 8; ++j) {
             const int i = PLAN.word[j], sh = PLAN.shift[j], o = PLAN.off[j];
-            const u32 y = sh == 0 ? x[i] : funnel_l_kept(x[i], i + 1 < NX ? x[i + 1] : 0u, (u32)sh);
+            const u32 y = sh == 0                   ? x[i]
+                          : ON_MUL && i + 1 >= NX ? shl_on_mul(x[i], (u32)sh)
+                                                  : funnel_l_kept(x[i], i + 1 < NX ? x[i + 1] : 0u, (u32)sh);
             s[j] = o == 0 ? y >> 16 : o == 8 ? mid16(y) : y & 0xFFFFu;
         }
     }
 
     // ---- Align the words once by the lane's offset b, then cut each state at a compile-time offset
     // (AMD's v_bfe_u32 takes any field in one instruction; two on NVIDIA but at offsets 0 and 16).
+    template <bool ON_MUL>
     ESCHA_DEVICE void states_aligned(const u32 (&w)[NW], u32 (&s)[8]) const {
         u32 a[NA + 1];
         const u32 sh = UNIFORM ? (u32)(B0 % 32) : b;
@@ -187,7 +194,7 @@ struct LaneStream {
             else if (o == 16)
                 s[j] = a[i] & 0xFFFFu;
             else if (o < 16)
-                s[j] = (a[i] >> (16 - o)) & 0xFFFFu;
+                s[j] = ON_MUL ? shl_on_mul(a[i], (u32)o) >> 16 : (a[i] >> (16 - o)) & 0xFFFFu;
             else
                 s[j] = funnel_l(a[i], a[i + 1], (u32)o) >> 16;
         }
