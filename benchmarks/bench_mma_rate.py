@@ -13,6 +13,17 @@ LOP3 and `--extra` dependent LOP3 each; their words become the unit's weight ope
         memory as B, one group in flight (the proposed M = 16 word route)
   wg4   wg with three groups in flight (four tiles' A registers live)
   wg8   wg4 at 8 tokens (m64n8k16: against sw2, the M <= 8 route)
+  sw1   sw2 with only the "lo" mma.sync (what one instruction per tile costs; the hi words
+        folded by 4 FADD, which keeps their decode)
+  sw2c  sw2 with the two instructions in two accumulator chains
+  sw2h  sw2 with fp16 accumulators (2 registers of C / D instead of 4: register traffic)
+  sw2i  sw2 as mma.sync m16n8k32 u8 x s8 -> s32 (the int8 route's instruction)
+  ffma  no unit: per word lo + hi in fp32 (two conversions and an add) and one FFMA with the token's
+        fp32 value (M = 1 without the matrix unit, fp32 sums)
+  hfma  no unit: per word one HFMA2 {lo, hi} x {x, x} into an fp16 pair per column, flushed to fp32
+        once per tile (2 HADD2.F32-class conversions + 2 FADD; fp16 partial products)
+  none  the decode and the token loads alone (words folded by 8 FADD on the fp32 pipe: the
+        integer work's own time)
 
 and prints ns per tile per SM and SM cycles per tile at the SM clock measured under decode load
 (1.755 GHz, RESULTS.md session 5). No correctness: operands are arbitrary, only the issue and unit
@@ -40,6 +51,7 @@ SRC = r"""
 typedef unsigned u32;
 #define ROUTE_{{ROUTE}} 1
 constexpr int EXTRA = {{EXTRA}};
+constexpr bool EXTRA_IMAD = {{EXTRA_IMAD}};      // the extra integer work on the multiply pipe (IMAD) instead of the ALU (LOP3)
 __device__ __forceinline__ u32 lop3(u32 a, u32 b, u32 c) {
     u32 d; asm volatile("lop3.b32 %0, %1, %2, %3, 0x6A;" : "=r"(d) : "r"(a), "r"(b), "r"(c)); return d;
 }
@@ -49,6 +61,14 @@ __device__ __forceinline__ u32 shf(u32 lo, u32 hi, u32 s) {
 __device__ __forceinline__ void mma(float (&c)[4], const u32 (&a)[4], u32 b0, u32 b1) {
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ void mma_h(u32 (&c)[2], const u32 (&a)[4], u32 b0, u32 b1) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0,%1}, {%2,%3,%4,%5}, {%6,%7}, {%0,%1};"
+                 : "+r"(c[0]), "+r"(c[1]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ void mma_i(int (&c)[4], const u32 (&a)[4], u32 b0, u32 b1) {
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                 : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 __device__ __forceinline__ void lds128(u32 (&v)[4], u32 a) {
     asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3]) : "r"(a));
@@ -108,7 +128,8 @@ __device__ __forceinline__ void decode(u32 (&y)[8], const u32 (&w)[4], u32 mul) 
     for (int j = 0; j < 8; ++j) {
         u32 s = shf(w[j >> 1], w[((j >> 1) + 1) & 3], 5 * j + 3);
         #pragma unroll
-        for (int e = 0; e < EXTRA; ++e) s = lop3(s, w[(j + e) & 3], 0x9E3779B9u + e);
+        for (int e = 0; e < EXTRA; ++e)
+            s = EXTRA_IMAD ? s * (0x9E3779B9u + 2 * e) + w[(j + e) & 3] : lop3(s, w[(j + e) & 3], 0x9E3779B9u + e);
         u32 h = s * mul;
         y[j] = lop3(h, 0x8FFF8FFFu, 0x3B603B60u);
     }
@@ -136,7 +157,55 @@ extern "C" __global__ void __launch_bounds__(256, 2) rate(float* out, u32 mul, i
         u32 y[8];
         decode(y, w, mul);
         const u32 lo[4] = {y[0], y[4], y[1], y[5]}, hi[4] = {y[2], y[6], y[3], y[7]};
-#if defined(ROUTE_sw2) || defined(ROUTE_sw4)
+#if defined(ROUTE_sw1) || defined(ROUTE_sw2c) || defined(ROUTE_sw2h) || defined(ROUTE_sw2i)
+        u32 x[4];
+        lds128(x, xa + ((it * 1024) & 8191));
+#if defined(ROUTE_sw1)
+        mma(*reinterpret_cast<float (*)[4]>(&c[0]), lo, x[0], x[1]);
+        #pragma unroll
+        for (int q = 0; q < 4; ++q) c[4 + q] += __uint_as_float(hi[q]);      // keeps the hi words' decode live
+#elif defined(ROUTE_sw2c)
+        mma(*reinterpret_cast<float (*)[4]>(&c[0]), lo, x[0], x[1]);
+        mma(*reinterpret_cast<float (*)[4]>(&c[4]), hi, x[2], x[3]);
+#elif defined(ROUTE_sw2h)
+        u32 (&ch)[2] = *reinterpret_cast<u32 (*)[2]>(&c[0]);
+        mma_h(ch, lo, x[0], x[1]);
+        mma_h(ch, hi, x[2], x[3]);
+#else
+        int (&ci)[4] = *reinterpret_cast<int (*)[4]>(&c[0]);
+        mma_i(ci, lo, x[0], x[1]);
+        mma_i(ci, hi, x[2], x[3]);
+#endif
+#elif defined(ROUTE_ffma)
+        float xf[4];
+        lds128(*reinterpret_cast<u32 (*)[4]>(xf), xa + ((it * 1024) & 8191));
+        #pragma unroll
+        for (int j = 0; j < 8; ++j) {
+            const __half2 h = *reinterpret_cast<const __half2*>(&y[j]);
+            const float w = __low2float(h) + __high2float(h);
+            c[(j >> 2) + 2 * (it & 1)] = fmaf(w, xf[j & 3], c[(j >> 2) + 2 * (it & 1)]);
+        }
+        (void)lo; (void)hi;
+#elif defined(ROUTE_hfma)
+        u32 x[4];
+        lds128(x, xa + ((it * 1024) & 8191));
+        #pragma unroll
+        for (int col = 0; col < 2; ++col) {
+            __half2 a = __hmul2(*reinterpret_cast<const __half2*>(&y[4 * col]), *reinterpret_cast<const __half2*>(&x[0]));
+            #pragma unroll
+            for (int q = 1; q < 4; ++q)
+                a = __hfma2(*reinterpret_cast<const __half2*>(&y[4 * col + q]), *reinterpret_cast<const __half2*>(&x[q]), a);
+            c[col] += __low2float(a) + __high2float(a);
+        }
+        (void)lo; (void)hi;
+#elif defined(ROUTE_none)
+        u32 x[4];
+        lds128(x, xa + ((it * 1024) & 8191));
+        #pragma unroll
+        for (int j = 0; j < 8; ++j) c[j] += __uint_as_float(y[j]);            // FADD: off the integer pipes
+        c[0] += __uint_as_float(x[0] ^ x[3]);
+        (void)lo; (void)hi;
+#elif defined(ROUTE_sw2) || defined(ROUTE_sw4)
         u32 x[4];
         lds128(x, xa + ((it * 1024) & 8191));
         float (&c0)[4] = *reinterpret_cast<float (*)[4]>(&c[0]);
@@ -194,13 +263,14 @@ extern "C" __global__ void __launch_bounds__(256, 2) rate(float* out, u32 mul, i
 }
 """
 
-ROUTES = ("sw2", "sw4", "fp2", "nw4", "wg", "wg4", "wg8")
+ROUTES = ("sw2", "sw4", "fp2", "nw4", "wg", "wg4", "wg8", "sw1", "sw2c", "sw2h", "sw2i", "ffma", "hfma", "none")
 CLOCK_GHZ = 1.755          # SM clock under decode load (Nsight Compute, RESULTS.md session 5)
 
 
-def build(route: str, extra: int):
-    src = SRC.replace("{{ROUTE}}", route).replace("{{EXTRA}}", str(extra))
-    co = NVRTCToolchain().compile(src, "sm_90a", name=f"rate_{route}_{extra}.cu")
+def build(route: str, extra: int, extra_imad: bool = False):
+    src = (SRC.replace("{{ROUTE}}", route).replace("{{EXTRA}}", str(extra))
+           .replace("{{EXTRA_IMAD}}", "true" if extra_imad else "false"))
+    co = NVRTCToolchain().compile(src, "sm_90a", name=f"rate_{route}_{extra}{'_imad' if extra_imad else ''}.cu")
     return co
 
 
@@ -208,15 +278,22 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="mma_rate.json")
     ap.add_argument("--extra", default="0,1,2,3")
+    ap.add_argument("--routes", default=",".join(ROUTES))
+    ap.add_argument("--extra-imad", action="store_true", help="the extra integer work as dependent IMAD (multiply "
+                    "pipe) instead of LOP3 (ALU pipe)")
     ap.add_argument("--iters", type=int, default=4096)
     ap.add_argument("--compile-only", action="store_true", help="compile every variant (no GPU) and print ptxas' resource lines")
     args = ap.parse_args(argv)
     extras = [int(e) for e in args.extra.split(",")]
     rows = []
+    routes = [r for r in args.routes.split(",") if r]
+    bad = [r for r in routes if r not in ROUTES]
+    if bad:
+        ap.error(f"--routes: unknown {bad}; known: {', '.join(ROUTES)}")
     if args.compile_only:
-        for r in ROUTES:
+        for r in routes:
             for e in extras:
-                co = build(r, e)
+                co = build(r, e, args.extra_imad)
                 print(r, e, co.log.strip().splitlines()[-2:], flush=True)
         return
     from escha_jit.runtime.cuda import CudaRuntime
@@ -226,9 +303,9 @@ def main(argv=None):
     blocks, threads = 2 * sms, 256
     out = torch.empty(blocks * threads, device=dev)
     print(f"{'route':<6}{'extra':>6}{'int instr/tile/lane':>22}{'ns/tile/SM':>12}{'cycles/tile/SM':>16}", flush=True)
-    for r in ROUTES:
+    for r in routes:
         for e in extras:
-            co = build(r, e)
+            co = build(r, e, args.extra_imad)
             fn = rt.get_function(rt.load_binary(dev.index or 0, co.binary), "rate")
             rt.set_max_dynamic_smem(fn, 32768)
             stream = torch.cuda.current_stream().cuda_stream
@@ -249,7 +326,7 @@ def main(argv=None):
             tiles_per_sm = blocks * (threads // 32) * args.iters / sms
             ns = t / tiles_per_sm * 1e9
             instr = 1 + 8 * (3 + e)
-            rows.append(dict(route=r, extra=e, int_instr_per_tile_lane=instr, ns_per_tile_sm=ns,
+            rows.append(dict(route=r, extra=e, extra_op="imad" if args.extra_imad else "lop3", int_instr_per_tile_lane=instr, ns_per_tile_sm=ns,
                              cycles_per_tile_sm=ns * CLOCK_GHZ))
             print(f"{r:<6}{e:>6}{instr:>22}{ns:>12.3f}{ns * CLOCK_GHZ:>16.2f}", flush=True)
     with open(args.out, "w") as f:

@@ -242,7 +242,8 @@ CASES = [(K, cb) for K, cb in all_rate_codebooks()]
 def test_host_decoders_match_reference_tile(K, cb):
     """The decoders the gfx12 kernel runs, executed per lane on the CPU: every lane's 8 fp16 values
     are bit-identical to the reference decode at (b_k, b_n), for the direct route and the shuffle
-    route; the NVIDIA-order decode lands at FORMAT.md's (row, col)."""
+    route; the NVIDIA-order decode lands at FORMAT.md's (row, col), with the state cut's one-word
+    shifts as shifts and as multiplies (LaneStream::states<ON_MUL>)."""
     cb_id = {"3inst": 0, "mcg": 1, "mul1": 2}[cb]
     for seed in range(3):
         rng = np.random.default_rng(1000 * seed + int(4 * K) + cb_id)
@@ -255,6 +256,7 @@ def test_host_decoders_match_reference_tile(K, cb):
         out = host_decode(K, cb_id, words)
         direct = np.zeros((16, 16), np.uint16)
         nv = np.zeros((16, 16), np.uint16)
+        nv_mul = np.zeros((16, 16), np.uint16)
         shuf = np.zeros((16, 16), np.uint16)
         for L, S in zip(out["lanes"], out["shuffle"]):
             l = L["lane"]
@@ -264,7 +266,9 @@ def test_host_decoders_match_reference_tile(K, cb):
                 shuf[k, n] = S[e]
                 r, c = fmt_rc(8 * l + e)
                 nv[r, c] = L["nv"][e]
+                nv_mul[r, c] = L["nv_mul"][e]
         np.testing.assert_array_equal(nv, ref, err_msg="NVIDIA-order decode (host shim) vs reference")
+        np.testing.assert_array_equal(nv_mul, ref, err_msg="NVIDIA-order decode, shifts as multiplies, vs reference")
         np.testing.assert_array_equal(direct, ref, err_msg="WMMA direct route vs reference")
         np.testing.assert_array_equal(shuf, ref, err_msg="WMMA shuffle route vs reference")
 

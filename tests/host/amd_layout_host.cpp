@@ -65,12 +65,20 @@ static int decode_tile(const u32* tile) {
         half2_t hn[4];
         decode_lane<K2, CB>(wn, ls, hn, mask);
         for (int q = 0; q < 4; ++q) nv_pairs[l][q] = bit_cast<u32>(hn[q]);
+        // the same states cut with one-word shifts as multiplies (LaneStream::states<true>, the LCG
+        // codebooks' swapped route on NVIDIA)
+        u32 sm[8];
+        ls.template states<true>(wn, sm);
+        half2_t hm[4];
+        for (int q = 0; q < 4; ++q) hm[q] = decode2<CB>(sm[2 * q], sm[2 * q + 1], mask);
         std::printf("{\"lane\": %d, \"rsh\": %u, \"words\": [", l, st.rsh);
         for (int q = 0; q < wmma::WmmaStream<K2>::NW; ++q) std::printf("%d%s", st.word[q], q + 1 < wmma::WmmaStream<K2>::NW ? ", " : "");
         std::printf("], \"direct\": [");
         for (int r = 0; r < 4; ++r) std::printf("%u, %u%s", bits(h[r].x), bits(h[r].y), r < 3 ? ", " : "");
         std::printf("], \"nv\": [");
         for (int q = 0; q < 4; ++q) std::printf("%u, %u%s", bits(hn[q].x), bits(hn[q].y), q < 3 ? ", " : "");
+        std::printf("], \"nv_mul\": [");
+        for (int q = 0; q < 4; ++q) std::printf("%u, %u%s", bits(hm[q].x), bits(hm[q].y), q < 3 ? ", " : "");
         std::printf("]}%s\n", l < 31 ? "," : "");
     }
     // the shuffle route, all lanes in lock step: send -> 4 exchange rounds -> receive
