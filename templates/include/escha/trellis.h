@@ -67,11 +67,11 @@ struct LaneStream {
     // The 8 states of this lane from its raw words w[0..NW-1]: the planned cut (below) where it
     // takes fewer instructions than aligning and cutting at the windows' offsets (K = 1.5, 2, 2.5,
     // 4, 5.5, 6, 7.5, 8 on NVIDIA); on AMD always the latter (v_bfe_u32 cuts any field in one).
-    // Every cut is on the integer ALU pipe: on sm_90 the multiply pipe, which carries each state's
-    // hash IMAD, is the scarcer one (A/B, RESULTS.md session 8: cuts moved onto IMAD.SHL / IMAD.HI
-    // made the LCG codebooks 2-9 % slower, moving the last ones off IMAD 1-4.5 % faster).
-    // ON_MUL (NVIDIA; the LCG codebooks, whose loops the ALU pipe bounds while the multiply pipe
-    // carries only the hash IMAD): shifts of one word by a constant are IMAD.SHL, not SHF.
+    // The cuts run on the integer ALU pipe, except with ON_MUL (NVIDIA; the LCG codebooks' swapped
+    // route, bound by the ALU pipe while the multiply pipe carries only the hash IMAD): there a
+    // shift of one word by a constant is IMAD.SHL instead of SHF (K3 mcg M <= 4 0.90-0.97x the
+    // time, RESULTS.md session 22). mul1's multiply pipe also carries IDP: it keeps the ALU cut.
+    // IMAD.HI is no substitute for the >> 16 cuts (session 8: 2-9 % slower).
     template <bool ON_MUL = false>
     ESCHA_DEVICE void states(const u32 (&w)[NW], u32 (&s)[8]) const {
 #if defined(ESCHA_AMD)
