@@ -6,7 +6,7 @@
 # holds an escha_jit package with its templates/ and tuning/
 # (`git archive <rev> escha_jit templates tuning | tar -x -C ab/<rev>`); this tree's benchmarks/
 # are copied into each (bench_linear.py imports the package beside its own folder). Kernels compile
-# on first use in each tree's first round (outside the timed graph replays).
+# beforehand on every core (scripts/ab_prebuild.py; BENCH=linear only).
 # Usage: ROUNDS=2 BENCH_ARGS=... scripts/ab_trees.sh TREE_A TREE_B [TREE_C ...]   (results in $OUT:
 # ab_compare.txt and ab_runs.tgz with every run's JSON and log;
 # ab/ is git-ignored: pass carry=["ab"] to the device tool)
@@ -26,6 +26,11 @@ case "${BENCH:-linear}" in
   gemm) bench=bench_gemm_parts.py; args=(${BENCH_ARGS:-}) ;;
   *) echo "BENCH=$BENCH: linear or gemm"; exit 2 ;;
 esac
+# compile every tree's kernels first on all cores (the benchmark would compile them one at a time
+# on first use: ~150 s of device time per tree); PREBUILD_ARGS narrows the grid like BENCH_ARGS
+if [ "${BENCH:-linear}" = linear ]; then
+  for tree in "${trees[@]}"; do python3 scripts/ab_prebuild.py "$tree" ${PREBUILD_ARGS:-}; done
+fi
 files=(); runs=()
 for r in $(seq 1 "${ROUNDS:-2}"); do
   for i in "${!trees[@]}"; do

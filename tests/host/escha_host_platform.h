@@ -52,6 +52,7 @@ inline u32 funnel_r(u32 hi, u32 lo, u32 n) { n &= 31; return n ? (lo >> n) | (hi
 inline u32 funnel_l(u32 hi, u32 lo, u32 n) { n &= 31; return n ? (hi << n) | (lo >> (32 - n)) : hi; }
 inline u32 funnel_l_kept(u32 hi, u32 lo, u32 n) { return funnel_l(hi, lo, n); }
 inline u32 shl_on_mul(u32 x, u32 n) { return x << n; }
+inline u32 mad_on_mul(u32 a, u32 b, u32 c) { return a * b + c; }
 inline u32 pack_lo16(u32 a, u32 b) { return (a & 0xFFFFu) | (b << 16); }
 inline u32 pack_hi16(u32 a, u32 b) { return (a >> 16) | (b & 0xFFFF0000u); }
 inline u32 mid16(u32 a) { return (a >> 8) & 0xFFFFu; }

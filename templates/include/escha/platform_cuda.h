@@ -60,6 +60,12 @@ ESCHA_DEVICE u32 shl_on_mul(u32 x, u32 n) {
     asm("mul.lo.u32 %0, %1, %2;" : "=r"(r) : "r"(x), "r"(1u << n));
     return r;
 }
+// a * b + c (low 32 bits) as one IMAD, kept from LLVM's rewrites like shl_on_mul.
+ESCHA_DEVICE u32 mad_on_mul(u32 a, u32 b, u32 c) {
+    u32 r;
+    asm("mad.lo.u32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    return r;
+}
 // Low 32 bits of (hi:lo) >> n (0..31): one SHF.
 ESCHA_DEVICE u32 funnel_r(u32 hi, u32 lo, u32 n) { return __funnelshift_r(lo, hi, n); }
 

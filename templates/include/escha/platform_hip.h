@@ -48,6 +48,7 @@ ESCHA_DEVICE u32 funnel_l(u32 hi, u32 lo, u32 n) {
 
 ESCHA_DEVICE u32 funnel_l_kept(u32 hi, u32 lo, u32 n) { return funnel_l(hi, lo, n); }
 ESCHA_DEVICE u32 shl_on_mul(u32 x, u32 n) { return x << n; }
+ESCHA_DEVICE u32 mad_on_mul(u32 a, u32 b, u32 c) { return a * b + c; }
 
 // v_perm_b32 picks bytes from {src0 (bytes 4..7), src1 (bytes 0..3)}.
 ESCHA_DEVICE u32 pack_lo16(u32 a, u32 b) { return __builtin_amdgcn_perm(b, a, 0x05040100u); }

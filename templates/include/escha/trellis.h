@@ -167,14 +167,28 @@ struct LaneStream {
             #pragma unroll
             for (int i = 0; i < NX; ++i) x[i] = i + 1 < NW ? funnel_l(w[i], w[i + 1], sh) : w[i] << sh;
         }
+        u32 y[8];
         #pragma unroll
         for (int j = 0; j < 8; ++j) {
             const int i = PLAN.word[j], sh = PLAN.shift[j], o = PLAN.off[j];
-            const u32 y = sh == 0                   ? x[i]
-                          : ON_MUL && i + 1 >= NX ? shl_on_mul(x[i], (u32)sh)
-                                                  : funnel_l_kept(x[i], i + 1 < NX ? x[i + 1] : 0u, (u32)sh);
-            s[j] = o == 0 ? y >> 16 : o == 8 ? mid16(y) : y & 0xFFFFu;
+            y[j] = sh == 0                   ? x[i]
+                   : ON_MUL && i + 1 >= NX ? shl_on_mul(x[i], (u32)sh)
+                                           : funnel_l_kept(x[i], i + 1 < NX ? x[i + 1] : 0u, (u32)sh);
+            if (!(ON_MUL && o == 16 && top_partner(PLAN, j) >= 0))
+                s[j] = o == 0 ? y[j] >> 16 : o == 8 ? mid16(y[j]) : y[j] & 0xFFFFu;
         }
+        // ON_MUL: a window in the low half of a shifted word whose high half is a state too is that
+        // word less the other state << 16: one IMAD instead of a LOP3
+        #pragma unroll
+        for (int j = 0; j < 8; ++j)
+            if (ON_MUL && PLAN.off[j] == 16 && top_partner(PLAN, j) >= 0)
+                s[j] = mad_on_mul(s[top_partner(PLAN, j)], 0xFFFF0000u, y[j]);
+    }
+    // The state cut at offset 0 of the same shifted word as state j, or -1.
+    static constexpr ESCHA_DEVICE int top_partner(const CutPlan& p, int j) {
+        for (int k = 0; k < 8; ++k)
+            if (p.off[k] == 0 && p.word[k] == p.word[j] && p.shift[k] == p.shift[j]) return k;
+        return -1;
     }
 
     // ---- Align the words once by the lane's offset b, then cut each state at a compile-time offset
