@@ -17,7 +17,8 @@ for w in $what; do
     tune) timeout 400 python3 benchmarks/tune_shapes.py --out "$OUT/sm_90.json" --report "$OUT/tune_report.json" ${TUNE_ARGS:-} 2>&1 | tee "$OUT/tune.log" | tail -30 || rc=1
           # tune() writes the user table after every problem: a run cut short by the time limit still brings them back
           [ -f "$OUT/sm_90.json" ] || cp "$ESCHA_JIT_CACHE_DIR/tuning/sm_90.json" "$OUT/user_table_partial.json" 2>/dev/null ;;
-    tests|all) timeout 420 python3 -m pytest -q -rf tests/test_gpu_*.py $(ls tests/test_amd_on_nvidia.py 2>/dev/null) 2>&1 | tee "$OUT/pytest_gpu.log" | tail -25 || rc=1 ;;&
+    # -v names every result as it comes: a run the timeout cuts short still says which test failed
+    tests|all) timeout 420 python3 -m pytest -v -rf tests/test_gpu_*.py $(ls tests/test_amd_on_nvidia.py 2>/dev/null) 2>&1 | tee "$OUT/pytest_gpu.log" | tail -25 || rc=1 ;;&
     jit|all) timeout 300 python3 benchmarks/jit_times.py --out "$OUT/jit_times.json" 2>&1 | tail -20 || rc=1 ;;&
     sweep) timeout 500 python3 benchmarks/sweep_fused.py --out "$OUT/sweep.json" ${SWEEP_ARGS:-} 2>&1 | tee "$OUT/sweep.log" | tail -60 || rc=1 ;;
     trace) timeout 200 python3 benchmarks/trace_fused.py --out "$OUT/trace.json" ${TRACE_ARGS:-} 2>&1 | tee "$OUT/trace.log" | tail -40 || rc=1 ;;
