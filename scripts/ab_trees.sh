@@ -27,7 +27,7 @@ case "${BENCH:-linear}" in
   *) echo "BENCH=$BENCH: linear or gemm"; exit 2 ;;
 esac
 # compile every tree's kernels first on all cores (the benchmark would compile them one at a time
-# on first use: ~150 s of device time per tree); PREBUILD_ARGS narrows the grid like BENCH_ARGS
+# on first use; scripts/ab_prebuild.py says what that cost); PREBUILD_ARGS narrows the grid like BENCH_ARGS
 if [ "${BENCH:-linear}" = linear ]; then
   for tree in "${trees[@]}"; do python3 scripts/ab_prebuild.py "$tree" ${PREBUILD_ARGS:-}; done
 fi

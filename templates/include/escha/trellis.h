@@ -174,18 +174,20 @@ struct LaneStream {
             y[j] = sh == 0                   ? x[i]
                    : ON_MUL && i + 1 >= NX ? shl_on_mul(x[i], (u32)sh)
                                            : funnel_l_kept(x[i], i + 1 < NX ? x[i + 1] : 0u, (u32)sh);
-            if (!(ON_MUL && o == 16 && top_partner(PLAN, j) >= 0))
+            if (top_partner<ON_MUL>(PLAN, j) < 0)
                 s[j] = o == 0 ? y[j] >> 16 : o == 8 ? mid16(y[j]) : y[j] & 0xFFFFu;
         }
-        // ON_MUL: a window in the low half of a shifted word whose high half is a state too is that
-        // word less the other state << 16: one IMAD instead of a LOP3
         #pragma unroll
         for (int j = 0; j < 8; ++j)
-            if (ON_MUL && PLAN.off[j] == 16 && top_partner(PLAN, j) >= 0)
-                s[j] = mad_on_mul(s[top_partner(PLAN, j)], 0xFFFF0000u, y[j]);
+            if (top_partner<ON_MUL>(PLAN, j) >= 0)
+                s[j] = mad_on_mul(s[top_partner<ON_MUL>(PLAN, j)], 0xFFFF0000u, y[j]);
     }
-    // The state cut at offset 0 of the same shifted word as state j, or -1.
+    // ON_MUL: a window in the low half of a shifted word whose high half is a state too is that
+    // word less the other state << 16, one IMAD instead of a LOP3. The other state's index (cut at
+    // offset 0 of the same shifted word) where state j is cut so, else -1.
+    template <bool ON_MUL>
     static constexpr ESCHA_DEVICE int top_partner(const CutPlan& p, int j) {
+        if (!ON_MUL || p.off[j] != 16) return -1;
         for (int k = 0; k < 8; ++k)
             if (p.off[k] == 0 && p.word[k] == p.word[j] && p.shift[k] == p.shift[j]) return k;
         return -1;
