@@ -167,6 +167,9 @@ struct LaneStream {
             #pragma unroll
             for (int i = 0; i < NX; ++i) x[i] = i + 1 < NW ? funnel_l(w[i], w[i + 1], sh) : w[i] << sh;
         }
+        // a constant table, not a constexpr call per unrolled j: NVVM would fold the call's loop
+        // at every use (session 24: 17 s instead of 0.8 s to compile a swapped K2 3inst kernel)
+        constexpr Partners TOP = top_partners<ON_MUL>(PLAN);
         u32 y[8];
         #pragma unroll
         for (int j = 0; j < 8; ++j) {
@@ -174,23 +177,29 @@ struct LaneStream {
             y[j] = sh == 0                   ? x[i]
                    : ON_MUL && i + 1 >= NX ? shl_on_mul(x[i], (u32)sh)
                                            : funnel_l_kept(x[i], i + 1 < NX ? x[i + 1] : 0u, (u32)sh);
-            if (top_partner<ON_MUL>(PLAN, j) < 0)
+            if (TOP.k[j] < 0)
                 s[j] = o == 0 ? y[j] >> 16 : o == 8 ? mid16(y[j]) : y[j] & 0xFFFFu;
         }
         #pragma unroll
         for (int j = 0; j < 8; ++j)
-            if (top_partner<ON_MUL>(PLAN, j) >= 0)
-                s[j] = mad_on_mul(s[top_partner<ON_MUL>(PLAN, j)], 0xFFFF0000u, y[j]);
+            if (TOP.k[j] >= 0)
+                s[j] = mad_on_mul(s[TOP.k[j]], 0xFFFF0000u, y[j]);
     }
     // ON_MUL: a window in the low half of a shifted word whose high half is a state too is that
-    // word less the other state << 16, one IMAD instead of a LOP3. The other state's index (cut at
-    // offset 0 of the same shifted word) where state j is cut so, else -1.
+    // word less the other state << 16, one IMAD instead of a LOP3. k[j]: the other state's index
+    // (cut at offset 0 of the same shifted word) where state j is cut so, else -1.
+    struct Partners {
+        int k[8];
+    };
     template <bool ON_MUL>
-    static constexpr ESCHA_DEVICE int top_partner(const CutPlan& p, int j) {
-        if (!ON_MUL || p.off[j] != 16) return -1;
-        for (int k = 0; k < 8; ++k)
-            if (p.off[k] == 0 && p.word[k] == p.word[j] && p.shift[k] == p.shift[j]) return k;
-        return -1;
+    static constexpr ESCHA_DEVICE Partners top_partners(const CutPlan& p) {
+        Partners t{};
+        for (int j = 0; j < 8; ++j) {
+            t.k[j] = -1;
+            for (int k = 0; k < 8 && ON_MUL && p.off[j] == 16; ++k)
+                if (t.k[j] < 0 && p.off[k] == 0 && p.word[k] == p.word[j] && p.shift[k] == p.shift[j]) t.k[j] = k;
+        }
+        return t;
     }
 
     // ---- Align the words once by the lane's offset b, then cut each state at a compile-time offset
