@@ -2,9 +2,11 @@
 
     python benchmarks/jit_times.py --out jit_times.json
 
-1. cold: the representative subset of shipped specializations (one per op and codebook)
+1. cold: the representative subset of shipped specializations (one per op and codebook), plus
+   for every rate and codebook the first untuned fused configuration and its swapped twin (fp16),
    compiled into an empty cache one at a time (seconds per spec, as the compiler reports them),
-   then everything the model below needs, in parallel;
+   then everything the model below needs, in parallel. Compile time depends on the rate: the
+   trellis cut plan is K's (session 24: one K2 3inst swapped kernel took 17 s, K4's 5 s);
 2. warm: a NEW process with ESCHA_JIT_NO_COMPILE=1 gets ready to run a 32-layer Llama-style
    model (7 coded projections per layer, K/codebook mix of escha_jit.synth.DEFAULT_RATES, fp16,
    every M bucket): for each of its 224 projections the kernels it needs are looked up in the
@@ -42,6 +44,21 @@ def model_specs(arch: str):
     return out
 
 
+def cold_specs(arch: str) -> list:
+    """The representative subset and every rate's first fused default config with its swapped twin."""
+    from escha_jit.kernels import fused
+    from escha_jit.kernels.registry import all_rate_codebooks, fused_default_configs, fused_fits, shipped_specs, with_swap
+    from escha_jit.spec import vendor_of
+    out = dict(shipped_specs(arch, full=False))
+    for K, cb in all_rate_codebooks():
+        cfg = fused_default_configs(vendor_of(arch), cb, K)[0]
+        if fused_fits(arch, cfg, K):
+            for c in with_swap(cfg, arch, cb):
+                s = fused.spec_for(arch, K, cb, "f16", "f16", c)
+                out.setdefault(s, fused.render_extra(s))
+    return list(out.items())
+
+
 def warm_child() -> None:
     import torch
     from escha_jit.ops.common import arch_of, kernel_for
@@ -69,7 +86,7 @@ def main(argv=None):
     from escha_jit.ops.common import arch_of
     arch = arch_of(torch.device("cuda"))
     with tempfile.TemporaryDirectory(prefix="escha-jit-times-") as d:
-        rows = compile_all(arch, full=False, cache_dir=d, jobs=1)
+        rows = compile_all(arch, cache_dir=d, jobs=1, specs=cold_specs(arch))
         cold = sorted(r.seconds for r in rows if r.error is None)
         uniq = {s: e for s, e, _ in model_specs(arch)}
         compile_all(arch, cache_dir=d, specs=list(uniq.items()))
@@ -87,7 +104,8 @@ def main(argv=None):
                "per_spec": {r.spec: round(r.seconds, 4) for r in rows}},
            "warm": runs, "date": time.strftime("%Y-%m-%d %H:%M:%S")}
     print(json.dumps({k: v for k, v in res.items() if k != "cold_compile_s"} |
-                     {"cold_max": cold[-1], "cold_median": cold[len(cold) // 2]}, indent=1))
+                     {"cold_max": cold[-1], "cold_median": cold[len(cold) // 2],
+                     "cold_slowest": sorted(((round(r.seconds, 2), r.spec) for r in rows), reverse=True)[:5]}, indent=1))
     with open(args.out, "w") as f:
         json.dump(res, f, indent=1)
 
