@@ -48,7 +48,9 @@ class SafetensorsFile:
         try:
             header = json.loads(raw)
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            raise CheckpointError(f"{self.path}: header is not valid JSON: {e}") from None
+            at = getattr(e, "pos", None) or getattr(e, "start", 0)
+            raise CheckpointError(f"{self.path}: header is not valid JSON: {e}; {n} header bytes, file "
+                                  f"{size} bytes, bytes {max(at - 32, 0)}..{at + 32}: {raw[max(at - 32, 0):at + 32]!r}") from None
         if not isinstance(header, dict):
             raise CheckpointError(f"{self.path}: header is not a JSON object")
         meta = header.pop("__metadata__", {}) or {}

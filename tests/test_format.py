@@ -287,6 +287,15 @@ def test_garbage_header(escha_dir):
     expect_error(escha_dir, "not valid JSON")
 
 
+def test_header_padding_not_whitespace_shows_the_bytes(escha_dir):
+    """A header whose JSON is followed by NULs instead of spaces (what the H200's parallel test runs
+    read back in session 24) names the header size and shows the bytes where parsing stopped."""
+    p = escha_dir / SINGLE
+    raw = b'{"__metadata__":{"format":"pt"}}'
+    p.write_bytes(struct.pack("<Q", len(raw) + 4) + raw + b"\0" * 4 + b"\0" * 16)
+    expect_error(escha_dir, "not valid JSON", f"{len(raw) + 4} header bytes", "}}\\x00\\x00\\x00\\x00")
+
+
 def test_huge_header_length(escha_dir):
     (escha_dir / SINGLE).write_bytes(struct.pack("<Q", 1 << 40) + b"{}")
     expect_error(escha_dir, "header length")
