@@ -1,6 +1,7 @@
 """JIT timings (PERF.md target 4): cold compile per specialization and warm readiness.
 
     python benchmarks/jit_times.py --out jit_times.json
+    python benchmarks/jit_times.py --cold-only sm_90     # no GPU: the cold compiles alone, printed
 
 1. cold: the representative subset of shipped specializations (one per op and codebook), plus
    for every rate and codebook the first untuned fused configuration and its swapped twin (fp16),
@@ -59,6 +60,17 @@ def cold_specs(arch: str) -> list:
     return list(out.items())
 
 
+def print_cold(arch: str) -> None:
+    from escha_jit.offline import compile_all
+    with tempfile.TemporaryDirectory(prefix="escha-jit-times-") as d:
+        rows = compile_all(arch, cache_dir=d, jobs=1, specs=cold_specs(arch))
+    cold = sorted(r.seconds for r in rows)
+    print(f"{len(rows)} specs for {arch}, {sum(1 for r in rows if not r.ok)} failed: max {cold[-1]:.2f} s, "
+          f"median {cold[len(cold) // 2]:.2f} s, sum {sum(cold):.1f} s")
+    for t, spec in sorted(((r.seconds, r.spec) for r in rows), reverse=True)[:6]:
+        print(f"{t:6.2f} {spec}")
+
+
 def warm_child() -> None:
     import torch
     from escha_jit.ops.common import arch_of, kernel_for
@@ -78,9 +90,12 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="jit_times.json")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--cold-only", metavar="ARCH", help="only compile the cold set for ARCH, one at a time (no GPU)")
     args = ap.parse_args(argv)
     if args.child:
         return warm_child()
+    if args.cold_only:
+        return print_cold(args.cold_only)
     import torch
     from escha_jit.offline import compile_all
     from escha_jit.ops.common import arch_of
