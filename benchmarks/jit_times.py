@@ -7,7 +7,7 @@
    for every rate and codebook the first untuned fused configuration and its swapped twin (fp16),
    compiled into an empty cache one at a time (seconds per spec, as the compiler reports them),
    then everything the model below needs, in parallel. Compile time depends on the rate: the
-   trellis cut plan is K's (session 24: one K2 3inst swapped kernel took 17 s, K4's 5 s);
+   trellis cut plan is K's (session 24: the swapped LCG kernels took 5-20 s each at e4b769b);
 2. warm: a NEW process with ESCHA_JIT_NO_COMPILE=1 gets ready to run a 32-layer Llama-style
    model (7 coded projections per layer, K/codebook mix of escha_jit.synth.DEFAULT_RATES, fp16,
    every M bucket): for each of its 224 projections the kernels it needs are looked up in the
