@@ -66,8 +66,13 @@ def test_package_data_ships_every_template_and_table():
     for pkg, src in (("escha_jit.templates", "templates"), ("escha_jit.tuning", "tuning")):
         assert setup["package-dir"][pkg] == src
         root = os.path.join(REPO, src)
-        shipped = {os.path.relpath(p, root) for pat in setup["package-data"][pkg]
-                   for p in glob.glob(os.path.join(root, pat), recursive=True)}
+        shipped = set()
+        for key, pats in setup["package-data"].items():     # the package and its data-only subpackages
+            if key == pkg or key.startswith(pkg + "."):
+                assert key in setup["packages"], f"{key!r} has package-data but is not in [tool.setuptools] packages"
+                sub = os.path.join(root, *key[len(pkg) + 1:].split(".")) if key != pkg else root
+                shipped |= {os.path.relpath(p, root) for pat in pats
+                            for p in glob.glob(os.path.join(sub, pat), recursive=True)}
         for d, dirs, files in os.walk(root):
             dirs[:] = [x for x in dirs if x != "__pycache__"]
             for n in files:
