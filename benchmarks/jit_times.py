@@ -60,14 +60,26 @@ def cold_specs(arch: str) -> list:
     return list(out.items())
 
 
-def print_cold(arch: str) -> None:
+def compile_cold(arch: str, cache_dir: str) -> list:
+    """The cold set compiled one at a time into ``cache_dir`` (empty): CompileRows."""
     from escha_jit.offline import compile_all
+    return compile_all(arch, cache_dir=cache_dir, jobs=1, specs=cold_specs(arch))
+
+
+def cold_summary(rows) -> dict:
+    """Seconds of the compiles that succeeded: max, median, mean, sum, and the slowest specs."""
+    cold = sorted(r.seconds for r in rows if r.error is None)
+    return {"max": cold[-1], "median": cold[len(cold) // 2], "mean": sum(cold) / len(cold), "sum": sum(cold),
+            "slowest": sorted(((round(r.seconds, 2), r.spec) for r in rows if r.error is None), reverse=True)[:5]}
+
+
+def print_cold(arch: str) -> None:
     with tempfile.TemporaryDirectory(prefix="escha-jit-times-") as d:
-        rows = compile_all(arch, cache_dir=d, jobs=1, specs=cold_specs(arch))
-    cold = sorted(r.seconds for r in rows)
-    print(f"{len(rows)} specs for {arch}, {sum(1 for r in rows if not r.ok)} failed: max {cold[-1]:.2f} s, "
-          f"median {cold[len(cold) // 2]:.2f} s, sum {sum(cold):.1f} s")
-    for t, spec in sorted(((r.seconds, r.spec) for r in rows), reverse=True)[:6]:
+        rows = compile_cold(arch, d)
+    c = cold_summary(rows)
+    print(f"{len(rows)} specs for {arch}, {sum(1 for r in rows if not r.ok)} failed: max {c['max']:.2f} s, "
+          f"median {c['median']:.2f} s, sum {c['sum']:.1f} s")
+    for t, spec in c["slowest"]:
         print(f"{t:6.2f} {spec}")
 
 
@@ -101,8 +113,8 @@ def main(argv=None):
     from escha_jit.ops.common import arch_of
     arch = arch_of(torch.device("cuda"))
     with tempfile.TemporaryDirectory(prefix="escha-jit-times-") as d:
-        rows = compile_all(arch, cache_dir=d, jobs=1, specs=cold_specs(arch))
-        cold = sorted(r.seconds for r in rows if r.error is None)
+        rows = compile_cold(arch, d)
+        cold = cold_summary(rows)
         uniq = {s: e for s, e, _ in model_specs(arch)}
         compile_all(arch, cache_dir=d, specs=list(uniq.items()))
         env = dict(os.environ, ESCHA_JIT_CACHE_DIR=d, ESCHA_JIT_NO_COMPILE="1")
@@ -115,12 +127,11 @@ def main(argv=None):
             runs.append(json.loads(r.stdout.strip().splitlines()[-1]))
     res = {"arch": arch, "gpu": torch.cuda.get_device_name(), "specs": len(rows),
            "failed": [r.spec for r in rows if r.error], "cold_compile_s": {
-               "max": cold[-1], "median": cold[len(cold) // 2], "mean": sum(cold) / len(cold),
+               "max": cold["max"], "median": cold["median"], "mean": cold["mean"],
                "per_spec": {r.spec: round(r.seconds, 4) for r in rows}},
            "warm": runs, "date": time.strftime("%Y-%m-%d %H:%M:%S")}
     print(json.dumps({k: v for k, v in res.items() if k != "cold_compile_s"} |
-                     {"cold_max": cold[-1], "cold_median": cold[len(cold) // 2],
-                     "cold_slowest": sorted(((round(r.seconds, 2), r.spec) for r in rows), reverse=True)[:5]}, indent=1))
+                     {"cold_max": cold["max"], "cold_median": cold["median"], "cold_slowest": cold["slowest"]}, indent=1))
     with open(args.out, "w") as f:
         json.dump(res, f, indent=1)
 

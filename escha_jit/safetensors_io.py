@@ -48,9 +48,10 @@ class SafetensorsFile:
         try:
             header = json.loads(raw)
         except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            at = getattr(e, "pos", None) or getattr(e, "start", 0)
+            at = getattr(e, "pos", None) or getattr(e, "start", 0)     # where parsing / decoding stopped
+            lo, hi = max(at - 32, 0), at + 32
             raise CheckpointError(f"{self.path}: header is not valid JSON: {e}; {n} header bytes, file "
-                                  f"{size} bytes, bytes {max(at - 32, 0)}..{at + 32}: {raw[max(at - 32, 0):at + 32]!r}") from None
+                                  f"{size} bytes, bytes {lo}..{hi}: {raw[lo:hi]!r}") from None
         if not isinstance(header, dict):
             raise CheckpointError(f"{self.path}: header is not a JSON object")
         meta = header.pop("__metadata__", {}) or {}
