@@ -4,6 +4,7 @@ that ships in tuning/<arch>.json, with a report of tuned vs heuristic per proble
     python benchmarks/tune_shapes.py --out tuned.json [--buckets 1,4,16] [--budget 3]
     python benchmarks/tune_shapes.py --buckets 16 --onto tuning/sm_90.json --out tuned.json   # one bucket re-tuned
     python benchmarks/tune_shapes.py --buckets 16 --shapes 4096x14336 --onto tuning/sm_90.json   # one shape's
+    python benchmarks/tune_shapes.py --buckets 1,4 --codebooks mcg --onto tuning/sm_90.json   # one codebook's
 """
 from __future__ import annotations
 
@@ -41,6 +42,7 @@ def main(argv=None):
     ap.add_argument("--report", default="tune_report.json")
     ap.add_argument("--buckets", default="1,4,16")
     ap.add_argument("--dtypes", default="f16,bf16")
+    ap.add_argument("--codebooks", default="", help="comma-separated codebooks, e.g. mcg: tune only these")
     ap.add_argument("--budget", type=float, default=3.0)
     ap.add_argument("--shapes", default="", help="ICxOC list, e.g. 4096x14336,14336x4096: tune only these "
                     "(default: the PERF.md shapes and the test checkpoints')")
@@ -59,6 +61,10 @@ def main(argv=None):
         if not todo:
             ap.error(f"--shapes {args.shapes}: none of these is among the tuned shapes "
                      f"{sorted({(s.IC, s.OC) for s in shapes()})}")
+    if args.codebooks:
+        todo = [s for s in todo if s.codebook in args.codebooks.split(",")]
+        if not todo:
+            ap.error(f"--codebooks {args.codebooks}: no tuned shape has these")
     t0 = time.perf_counter()
     rep = tune(None, shapes=todo, m_buckets=[int(b) for b in args.buckets.split(",")],
                dtypes=[dt[d] for d in args.dtypes.split(",")], budget_s=args.budget, save=True, progress=True,
