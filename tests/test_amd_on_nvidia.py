@@ -92,6 +92,9 @@ def test_amd_decoders_compile_for_sm90(K, cb):
     co = compile_check(K, cb)
     assert co.binary.startswith(b"\x7fELF")
     res = co.resources.get("amd_wmma_b_check", {})
+    # the H200 host's NVRTC prints no ptxas lines for these kernels (session 25): nothing to check
+    # there; where it does print, the kernel's line must have been read (no vacuous pass)
+    assert res or not co.log.strip(), co.log
     assert not res.get("spill_bytes"), res
 
 

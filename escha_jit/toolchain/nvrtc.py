@@ -91,21 +91,36 @@ class NVRTCToolchain(Toolchain):
         prog = _check(nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], []), "create")
         try:
             status, = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
-            size = _check(nvrtc.nvrtcGetProgramLogSize(prog), "log size")
-            buf = b" " * size
-            _check((nvrtc.nvrtcGetProgramLog(prog, buf)[0], None), "log")
-            text = buf.rstrip(b"\0 ").decode(errors="replace")
+            text = program_log(nvrtc, prog)
             if int(status) != 0:
                 path = _keep_source(source, name)
                 raise CompileError(f"NVRTC failed to compile {name} for {arch}", text, path)
-            n = _check(nvrtc.nvrtcGetCUBINSize(prog), "cubin size")
-            cubin = b" " * n
-            _check((nvrtc.nvrtcGetCUBIN(prog, cubin)[0], None), "cubin")
+            cubin = program_cubin(nvrtc, prog)
         finally:
             nvrtc.nvrtcDestroyProgram(prog)
         dt = time.perf_counter() - t0
         fp = "" if _probe else self.fingerprint()
-        return CodeObject(bytes(cubin), arch, fp, text, parse_ptxas_log(text), dt)
+        return CodeObject(cubin, arch, fp, text, parse_ptxas_log(text), dt)
+
+
+# NVRTC writes its log and cubin into the buffer it is given. That buffer must be a fresh mutable
+# bytearray: an immutable ``b" " * n`` is, for n = 1, CPython's shared one-byte object b" " itself,
+# and an empty log (size 1: the terminating NUL) then turned every later b" " of the process into
+# b"\x00". The H200 host's NVRTC 13.0 prints no ptxas lines for the fingerprint probe, so every
+# process there that compiled anything wrote NULs for single spaces from then on (found when its
+# parallel test runs read safetensors headers padded with NULs; session 25, tests/test_nvrtc.py).
+def program_log(nvrtc, prog) -> str:
+    """The compile log of ``prog`` (cuda-bindings nvrtc module, a compiled program), as text."""
+    buf = bytearray(_check(nvrtc.nvrtcGetProgramLogSize(prog), "log size"))
+    _check((nvrtc.nvrtcGetProgramLog(prog, buf)[0], None), "log")
+    return bytes(buf).rstrip(b"\0 ").decode(errors="replace")
+
+
+def program_cubin(nvrtc, prog) -> bytes:
+    """The cubin of ``prog`` (compiled for a real sm_XX architecture)."""
+    buf = bytearray(_check(nvrtc.nvrtcGetCUBINSize(prog), "cubin size"))
+    _check((nvrtc.nvrtcGetCUBIN(prog, buf)[0], None), "cubin")
+    return bytes(buf)
 
 
 def _keep_source(source: str, name: str) -> str:

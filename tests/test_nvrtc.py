@@ -1,0 +1,42 @@
+"""NVRTC's output buffers (CPU: NVRTC needs no GPU)."""
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Runs in a child process: a corrupted b" " would poison every later test of this one.
+# A program compiled without ptxas' -v has an empty log: NVRTC writes 1 byte (its NUL).
+CHILD = r"""
+from cuda.bindings import nvrtc
+from escha_jit.toolchain.nvrtc import program_cubin, program_log
+
+def compiled():
+    _, prog = nvrtc.nvrtcCreateProgram(b'extern "C" __global__ void k(int* p) { *p = 1; }', b"k.cu", 0, [], [])
+    status, = nvrtc.nvrtcCompileProgram(prog, 1, [b"--gpu-architecture=sm_90"])
+    assert int(status) == 0, status
+    assert nvrtc.nvrtcGetProgramLogSize(prog)[1] == 1          # the case that corrupted b" "
+    return prog
+
+def spaces_intact(n=3):
+    return b" " * n == bytes([32, 32, 32])                     # a fresh 3-byte object to compare with
+
+prog = compiled()
+text, cubin = program_log(nvrtc, prog), program_cubin(nvrtc, prog)
+ours = spaces_intact() and text == "" and cubin[:4] == b"\x7fELF"
+# the detector works: the old code's immutable one-byte buffer is CPython's shared b" "
+nvrtc.nvrtcGetProgramLog(compiled(), b" " * 1)
+print(f"{ours},{not spaces_intact()}")    # one string: a lone " " written out would be the NUL itself
+"""
+
+
+def test_compile_outputs_leave_shared_bytes_alone():
+    """Session 25: NVRTCToolchain passed ``b" " * size`` as the log buffer; for an empty log that is
+    CPython's one shared b" ", which NVRTC overwrote with NUL, so every later ``b" " * n`` of the
+    process gave NULs (safetensors headers padded with NULs on the H200's parallel test runs)."""
+    r = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ, PYTHONPATH=ROOT))
+    assert r.returncode == 0, r.stdout + r.stderr
+    ours, detector = r.stdout.strip().split(",")
+    assert detector == "True", "the check no longer sees the old code's corruption: " + r.stdout
+    assert ours == "True", "program_log / program_cubin wrote into a shared bytes object or read wrong"
