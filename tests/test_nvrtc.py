@@ -19,7 +19,9 @@ def compiled():
     return prog
 
 def spaces_intact(n=3):
-    return b" " * n == bytes([32, 32, 32])                     # a fresh 3-byte object to compare with
+    # n is a run-time value so that b" " * n is built from the shared b" " when called, not folded
+    # into a constant at compile time; bytes([32, 32, 32]) is a fresh object to compare with
+    return b" " * n == bytes([32, 32, 32])
 
 prog = compiled()
 text, cubin = program_log(nvrtc, prog), program_cubin(nvrtc, prog)
