@@ -81,6 +81,9 @@ def print_cold(arch: str) -> None:
           f"median {c['median']:.2f} s, sum {c['sum']:.1f} s")
     for t, spec in c["slowest"]:
         print(f"{t:6.2f} {spec}")
+    for r in rows:
+        if not r.ok:
+            print(f"FAILED {r.spec}: {r.error or '; '.join(r.problems)}")
 
 
 def warm_child() -> None:
@@ -126,7 +129,8 @@ def main(argv=None):
                 raise SystemExit("warm child failed")
             runs.append(json.loads(r.stdout.strip().splitlines()[-1]))
     res = {"arch": arch, "gpu": torch.cuda.get_device_name(), "specs": len(rows),
-           "failed": [r.spec for r in rows if r.error], "cold_compile_s": {
+           "failed": [r.spec for r in rows if r.error],
+           "problems": {r.spec: list(r.problems) for r in rows if r.problems}, "cold_compile_s": {
                "max": cold["max"], "median": cold["median"], "mean": cold["mean"],
                "per_spec": {r.spec: round(r.seconds, 4) for r in rows}},
            "warm": runs, "date": time.strftime("%Y-%m-%d %H:%M:%S")}

@@ -11,6 +11,9 @@ when the last one ended (after the dependency wait: the rest of the call waits f
 JSON with every block's timestamps.
 
     python benchmarks/trace_fused.py --problems 4096x4096:2:mcg:1,4096x4096:2:mcg:16 --out trace.json
+
+A problem may end in FusedConfig fields that replace the tuned plan's (``4096x14336:3:mul1:4:xh=0``;
+``splits=N`` replaces the launch's split count).
 """
 from __future__ import annotations
 
@@ -71,7 +74,10 @@ def main_loop_lineup(tr: list[list[int]]) -> dict:
 
 
 def trace_problem(spec: str, dev: torch.device, repeats: int) -> dict:
-    shape, K, cb, M = spec.split(":")
+    shape, K, cb, M, *fields = spec.split(":")
+    # optional FusedConfig fields after the problem (e.g. 4096x14336:3:mul1:4:xh=0): the tuned
+    # plan with those replaced; splits=N replaces the launch's split count
+    fields = {k: int(v) for k, v in (f.split("=") for f in fields)}
     IC, OC = (int(s) for s in shape.split("x"))
     K, M = float(K), int(M)
     p = Problem(IC, OC, K, cb, M)
@@ -79,6 +85,9 @@ def trace_problem(spec: str, dev: torch.device, repeats: int) -> dict:
     x = torch.randn(M, IC, device=dev, dtype=torch.float16)
     out = torch.empty(M, OC, device=dev, dtype=torch.float16)
     plan = F.plan_for(dev, K, cb, IC, OC, "f16", "f16", M)
+    if fields:
+        launch = dataclasses.replace(plan.launch, splits=fields.pop("splits", plan.launch.splits))
+        plan = F.plan_for(dev, K, cb, IC, OC, "f16", "f16", M, dataclasses.replace(plan.cfg, **fields), launch)
     cfg = dataclasses.replace(plan.cfg, diag=4)
     us = time_chain([lambda w=w: F.fused_linear(x, w, out=out, cfg=cfg, launch=plan.launch) for w in ws], repeats) * 1e6
     traced = F.plan_for(dev, K, cb, IC, OC, DTYPE_NAMES[x.dtype], "f16", M, cfg, plan.launch)
