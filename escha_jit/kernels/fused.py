@@ -86,7 +86,7 @@ class FusedConfig:
 
 @dataclasses.dataclass(frozen=True)
 class FusedLaunch:
-    splits: int               # S: blocks along the input features (KR = IC / S each)
+    splits: int               # S: blocks along the input features (K ranges of ~IC / S: k_split_max)
 
     def __post_init__(self):
         _check_field("FusedLaunch", "splits", self.splits, lambda v: v >= 1, ">= 1")
