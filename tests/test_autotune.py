@@ -7,14 +7,14 @@ import os
 import pytest
 
 from escha_jit import env
-from escha_jit.autotune.candidates import fused_candidates, split_options
+from escha_jit.autotune.candidates import fused_candidates
 from escha_jit.autotune.search import successive_halving
 from escha_jit.autotune.shapes import LayerShape, checkpoint_shapes, model_specs
 from escha_jit.autotune.table import (M_BUCKETS, Entry, TableError, Tables, TuningTable, entry_key, m_bucket,
                                       shipped_table_path, user_table_path)
 from escha_jit.cache import KernelCache
 from escha_jit.errors import CompileForbiddenError, ToolchainUnavailable
-from escha_jit.kernels.fused import FusedConfig, FusedLaunch, k_split_max, smem_layout, split_unit
+from escha_jit.kernels.fused import FusedConfig, FusedLaunch, smem_layout
 from escha_jit.synth import make_checkpoint
 
 
@@ -71,31 +71,11 @@ def test_candidates_fit_the_smem_formula():
         cands = fused_candidates("sm_90", 4.0, 8192, 28672, M, 132)
         assert cands, M
         for c in cands:
-            kr = k_split_max(c.cfg, 8192, c.launch.splits)
-            assert kr > 0 and kr % 128 == 0 and kr % (16 * c.cfg.rows_per_stage) == 0
+            kr = 8192 // c.launch.splits
+            assert kr % 128 == 0 and kr % (16 * c.cfg.rows_per_stage) == 0
             assert smem_layout(c.cfg, 4.0, M, kr).total * c.cfg.min_blocks <= 227 * 1024
             assert 16 * c.cfg.m_tiles >= M
         assert len({c.key() for c in cands}) == len(cands)
-
-
-def test_k_split_max_deals_units_evenly():
-    r16 = FusedConfig(warps=4, m_tiles=1, rows_per_stage=16, stages=2)
-    r4 = FusedConfig(warps=4, m_tiles=1, rows_per_stage=4, stages=2)
-    assert (split_unit(r16), split_unit(r4)) == (256, 128)
-    # the longest of the ranges the kernel deals (fused.h k_range: units [s nu / S, (s+1) nu / S))
-    assert [k_split_max(r16, 4096, S) for S in (1, 2, 4, 7, 16)] == [4096, 2048, 1024, 768, 256]
-    assert [k_split_max(r4, 4096, S) for S in (7, 12, 32)] == [640, 384, 128]
-    assert k_split_max(r16, 4096, 17) == 0 and k_split_max(r16, 4096, 0) == 0   # more splits than units
-    assert k_split_max(r16, 384, 1) == 0 and k_split_max(r4, 384, 3) == 128     # IC not a multiple of 256
-
-
-def test_split_options_add_balanced_uneven_splits():
-    # 4096x14336 on 132 SMs: 112 column groups; 7 splits (784 blocks, 5.94 per SM) join the divisors
-    assert split_options(4096, 256, 112, 132) == [1, 2, 4, 7, 8, 16]
-    # 8192x28672: 224 groups; 10 splits (2240 blocks, 16.97 per SM; fused_candidates' wave bound drops it)
-    assert split_options(8192, 256, 224, 132) == [1, 2, 4, 8, 10, 16, 32]
-    assert 7 in {c.launch.splits for c in fused_candidates("sm_90", 3.0, 4096, 14336, 1, 132)}
-    assert split_options(384, 256, 4, 132) == []
 
 
 # ---------------------------------------------------------------- tables

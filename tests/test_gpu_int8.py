@@ -62,15 +62,6 @@ def test_int8_split_k(shape):
         _check(w, M, torch.float16, seed=M)
 
 
-def test_int8_uneven_splits():
-    """Splits that do not divide the K units (blocks of 3 and 4 x 128 features): the per-block
-    dequantisation tables and offsets follow each block's own length."""
-    w = _layer(1792, 384, 2.0, seed=9)
-    for M in (1, 4):
-        for S in (4, 5):
-            _check(w, M, torch.float16, seed=M, launch=F.FusedLaunch(S))
-
-
 @pytest.mark.parametrize("K", [1.5, 2.0, 4.0, 8.0])
 def test_int8_dot_route(K):
     """The M = 1 dot route (the gfx12 default there), run with NVIDIA's lane layout: the same

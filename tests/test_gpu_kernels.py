@@ -300,34 +300,6 @@ def test_fused_swapped_route(K, cb, M, xh):
         assert rel_rms(y, ref) < 1e-3, (K, cb, M, S, rel_rms(y, ref))
 
 
-@pytest.mark.parametrize("cfg,M", [
-    # the swapped route (M <= 8) from the in-kernel prologue and from the prep kernel's rows
-    (F.FusedConfig(warps=4, m_tiles=1, rows_per_stage=16, stages=2), 1),
-    (F.FusedConfig(warps=8, m_tiles=1, rows_per_stage=8, stages=3, xh=1), 4),
-    # the fp16 route: in-kernel prologue, prep kernel in chunks, 16 waves in two K slices (blocks
-    # of 1 to 3 steps: a slice may have none), two m tiles
-    (F.FusedConfig(warps=8, m_tiles=1, rows_per_stage=16, stages=2, min_blocks=2), 16),
-    (F.FusedConfig(warps=8, m_tiles=1, rows_per_stage=16, stages=2, xh=1), 13),
-    (F.FusedConfig(warps=16, m_tiles=1, rows_per_stage=16, stages=2, min_blocks=1), 16),
-    (F.FusedConfig(warps=4, m_tiles=2, rows_per_stage=4, stages=3, xh=1), 27),
-])
-@pytest.mark.parametrize("cb", ["mcg", "mul1"])
-def test_fused_uneven_splits(cfg, M, cb):
-    """S need not divide the K units (kernels/fused.py k_split_max): 1792 features are 7 units of
-    256 (16 rows per stage) or 14 of 128, dealt out to 3 / 5 / 6 splits as blocks of different
-    lengths; every route agrees with the reference, and with one split."""
-    w = _layer(1792, 384, 3.0, cb, 21)
-    x = torch.randn(M, 1792, device=DEV).half()
-    ref = x.double().cpu() @ R.dense_weight(w.to("cpu"))
-    one = F.fused_linear(x, w, cfg=cfg, launch=F.FusedLaunch(1))
-    for S in (3, 5, 6):
-        y = F.fused_linear(x, w, cfg=cfg, launch=F.FusedLaunch(S))
-        assert rel_rms(y, ref) < 1e-3, (S, rel_rms(y, ref))
-        assert rel_rms(y, one.double().cpu()) < 5e-4, S
-    with pytest.raises(ValueError, match="does not tile IC=1792"):
-        F.fused_linear(x, w, cfg=cfg, launch=F.FusedLaunch(1792 // F.split_unit(cfg) + 1))
-
-
 def test_fused_writes_into_column_slice():
     w = _layer(512, 256, 2.0, "mcg", 4)
     x = torch.randn(5, 512, device=DEV).half()

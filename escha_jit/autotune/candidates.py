@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
-from ..kernels.fused import SWAP_MAX_M, FusedConfig, FusedLaunch, has_clusters, k_split_max, smem_layout, split_unit
+from ..kernels.fused import SWAP_MAX_M, FusedConfig, FusedLaunch, has_clusters, smem_layout
 from ..spec import vendor_of
 
 SMEM_CAP = {"sm_90": 227 * 1024, "gfx1201": 64 * 1024}
@@ -27,18 +27,8 @@ class Candidate:
         return f"w{c.warps}_mt{c.m_tiles}_r{c.rows_per_stage}_s{c.stages}_b{c.min_blocks}_x{c.xh}{cl}_S{l.splits}"
 
 
-def split_options(IC: int, unit: int, groups: int, sms: int) -> list[int]:
-    """Split counts worth measuring for IC input features in units of ``unit``: those that divide
-    the units (equal K ranges), and those that do not but whose blocks (``groups`` per split) leave
-    the last round of the SMs at least 90 % full, with 2+ units per block (kernels/fused.py
-    k_split_max: the kernel deals the units out as evenly as integers allow). E.g. 4096x14336:
-    112 column groups x 4 splits = 448 blocks, 3.4 per SM (a quarter of the SMs run one block
-    fewer); x 7 = 784, 5.94 per SM."""
-    if IC % unit:
-        return []
-    nu = IC // unit
-    return [S for S in range(1, nu + 1)
-            if nu % S == 0 or (nu // S >= 2 and (groups * S) % sms >= 0.9 * sms)]
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
 
 
 def fused_candidates(arch: str, K: float, IC: int, OC: int, M: int, sms: int,
@@ -72,8 +62,9 @@ def fused_candidates(arch: str, K: float, IC: int, OC: int, M: int, sms: int,
             continue
         cfg = FusedConfig(warps=w, m_tiles=mt, rows_per_stage=r, stages=st, min_blocks=mb, xh=xm, cluster=cl)
         fitting = []
-        for S in split_options(IC, split_unit(cfg), groups, sms):
-            if smem_layout(cfg, K, M, k_split_max(cfg, IC, S)).total * mb > cap:
+        for S in _divisors(IC // 128):
+            kr = IC // S
+            if kr % 128 or kr % (16 * r) or smem_layout(cfg, K, M, kr).total * mb > cap:
                 continue
             fitting.append(S)
         # enough blocks to fill the GPU, not so many that the split-K reduction dominates; when

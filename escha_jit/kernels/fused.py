@@ -86,7 +86,7 @@ class FusedConfig:
 
 @dataclasses.dataclass(frozen=True)
 class FusedLaunch:
-    splits: int               # S: blocks along the input features (K ranges of ~IC / S: k_split_max)
+    splits: int               # S: blocks along the input features (KR = IC / S each)
 
     def __post_init__(self):
         _check_field("FusedLaunch", "splits", self.splits, lambda v: v >= 1, ">= 1")
@@ -371,24 +371,6 @@ def _amd_default_config(M: int) -> FusedConfig:
     mt = min(_m_tiles(M), 8)
     return FusedConfig(warps=4 if M <= 8 else 8, m_tiles=mt, rows_per_stage=8 if mt <= 2 else 4, stages=2,
                        min_blocks=2 if mt <= 2 else 1, xh=1 if M >= XH_MIN_M else 0)
-
-
-def split_unit(cfg: FusedConfig) -> int:
-    """Input features per unit of the split-K deal (include/escha/fused.h FusedLinear::UNIT):
-    whole Hadamard blocks (128) and whole main-loop steps (16 * rows_per_stage)."""
-    return max(128, 16 * cfg.rows_per_stage)
-
-
-def k_split_max(cfg: FusedConfig, IC: int, splits: int) -> int:
-    """Input features of the longest of a launch's ``splits`` K ranges (the kernel's shared-memory
-    strides; its ``k_split`` argument). The kernel deals IC / unit units (:func:`split_unit`) to
-    the splits as evenly as integers allow, so ``splits`` need not divide them (7 splits of 4096
-    features at 16 rows per stage: ranges of 512 and 768). 0 where there is no such launch: IC not
-    a multiple of the unit, or more splits than units."""
-    unit = split_unit(cfg)
-    if IC % unit or not 1 <= splits <= IC // unit:
-        return 0
-    return -(-(IC // unit) // splits) * unit
 
 
 def _divisors(n: int) -> list[int]:

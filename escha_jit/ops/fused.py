@@ -10,8 +10,8 @@ import torch
 
 from ..kernels import prep
 from ..kernels.fused import (ARGS, COLS, I8_MAX_M, MAX_M, SMEM_BUDGET, ClusterSlots, FusedConfig, FusedLaunch, check_act_quant,
-                             default_config, default_config_for, default_config_i8, default_launch, has_clusters, k_split_max, render_extra, smem_layout, spec_for,
-                             split_unit, swap_route, x_chunks)
+                             default_config, default_config_for, default_config_i8, default_launch, has_clusters, render_extra, smem_layout, spec_for,
+                             swap_route, x_chunks)
 from ..kernels.registry import fused_fits
 from ..spec import nvidia_sm, vendor_of
 from .. import env
@@ -107,12 +107,13 @@ def _sms(device: torch.device) -> int:
 
 
 def _fits_smem(cfg: FusedConfig, launch: FusedLaunch, K: float, IC: int, M: int, vendor: str) -> bool:
-    kr = k_split_max(cfg, IC, launch.splits)
-    return kr > 0 and smem_layout(cfg, K, M, kr).total <= SMEM_BUDGET[vendor]
+    return IC % launch.splits == 0 and smem_layout(cfg, K, M, IC // launch.splits).total <= SMEM_BUDGET[vendor]
 
 
 def _fits(cfg: FusedConfig, launch: FusedLaunch, IC: int, M: int) -> bool:
-    return 16 * cfg.m_tiles >= M and k_split_max(cfg, IC, launch.splits) > 0
+    kr = IC // launch.splits
+    return (16 * cfg.m_tiles >= M and IC % launch.splits == 0 and kr % 128 == 0
+            and kr % (16 * cfg.rows_per_stage) == 0)
 
 
 def plan_for(dev: torch.device, K: float, codebook: str, IC: int, OC: int, in_dt: str, out_dt: str, M: int,
@@ -158,14 +159,14 @@ def plan_for(dev: torch.device, K: float, codebook: str, IC: int, OC: int, in_dt
     launch = launch or default_launch(cfg, K, IC, OC, M, _sms(dev), smem_cap=SMEM_BUDGET[vendor], i8=i8,
                                      vendor=vendor)
     if not _fits(cfg, launch, IC, M):
-        raise ValueError(f"launch {launch} does not tile IC={IC}: IC must be a multiple of "
-                         f"max(128, 16*rows_per_stage)={split_unit(cfg)} and S at most IC over that")
+        raise ValueError(f"launch {launch} does not tile IC={IC}: IC/S must be a multiple of 128 and of "
+                         f"16*rows_per_stage={16 * cfg.rows_per_stage}")
     spec = spec_for(arch, K, codebook, in_dt, out_dt, cfg, act_quant)
     k = kernel_for(spec, dev, ARGS, render_extra(spec))
     pk = None
     if cfg.xh:
         pk = prep_kernel(dev, in_dt)
-    p = _PLANS[key] = Plan(cfg, launch, smem_layout(cfg, K, M, k_split_max(cfg, IC, launch.splits), i8), k, pk,
+    p = _PLANS[key] = Plan(cfg, launch, smem_layout(cfg, K, M, IC // launch.splits, i8), k, pk,
                            pdl_supported(arch), source,
                            x_chunks((OC // COLS) * launch.splits, _sms(dev) * cfg.min_blocks))
     return p
@@ -184,8 +185,7 @@ def cluster_slots(dev: torch.device, K: float, codebook: str, in_dt: str, out_dt
         spec = spec_for(arch, K, codebook, in_dt, out_dt, cfg)
         try:
             k = kernel_for(spec, dev, ARGS, render_extra(spec))
-            return k.max_active_clusters((32 * cfg.warps,), smem_layout(cfg, K, M, k_split_max(cfg, IC, splits)).total,
-                                         cfg.cluster)
+            return k.max_active_clusters((32 * cfg.warps,), smem_layout(cfg, K, M, IC // splits).total, cfg.cluster)
         except NotWarmedUp:
             raise
         except RuntimeError as e:       # a cache without it under ESCHA_JIT_NO_COMPILE, a driver refusal:
@@ -270,7 +270,7 @@ def fused_linear(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] 
     plan = plan_for(dev, w.K, w.codebook, IC, OC, DTYPE_NAMES[x.dtype], DTYPE_NAMES[out.dtype], M, cfg, launch,
                     act_quant)
     cfg, launch, lay = plan.cfg, plan.launch, plan.layout
-    kr = k_split_max(cfg, IC, launch.splits)
+    kr = IC // launch.splits
     groups = OC // COLS
     stream = torch.cuda.current_stream(dev).cuda_stream
     xh = xh_exp = None

@@ -112,12 +112,6 @@ struct FusedLinear {
     static_assert(SLOT_WORDS % 4 == 0, "stages are copied in 16-byte pieces");
     static_assert(TR_BYTES == WARPS * RING_WORDS * 4, "host and kernel disagree on the trellis ring size");
     static constexpr int RED_LD = COLS + 4;
-    // Split K: the nu = IC / UNIT units of UNIT input features (whole Hadamard blocks and main-loop
-    // steps) are dealt out to the S = gridDim.y splits as evenly as integers allow (k_range). S need
-    // not divide nu: 7 splits of 4096 features are blocks of 512 and 768, so that 112 column groups
-    // x 7 fill 132 SMs evenly where x 4 leaves a quarter of them a block short (kernels/fused.py
-    // k_split_max). p.k_split is the longest range: the shared-memory strides.
-    static constexpr int UNIT = 16 * RB > 128 ? 16 * RB : 128;
     static_assert(!I8 || CB == CB_MUL1, "int8 activations need the mul1 codebook (weights affine in hash bytes)");
     static_assert(!I8 || !XH, "the int8 route quantizes in its own prologue");
     // The int8 route serves M <= 8 (one m tile): on NVIDIA one n8 token group of the swapped unit,
@@ -161,17 +155,6 @@ struct FusedLinear {
         int x_chunks;                                  // XH, sm_90: chunks it arrives in (1..XCHUNKS)
     };
 
-    // This block's K range (UNIT above): with q = nu / S and r = nu % S, the first r splits take
-    // q + 1 units, the others q. No division: p.k_split = ceil(nu / S) units says q and r (a
-    // runtime division costs ~20 instructions and the registers they hold, in every function
-    // that asks).
-    struct KRange { int begin, len; };
-    ESCHA_DEVICE static KRange k_range(const Args& p) {
-        const int nu = p.IC / UNIT, S = gridDim.y, s = blockIdx.y, ku = p.k_split / UNIT;
-        const int q = S * ku == nu ? ku : ku - 1, r = nu - S * q;
-        return {(s * q + min(s, r)) * UNIT, (q + (s < r)) * UNIT};
-    }
-
     ESCHA_DEVICE static void run(const Args& p, unsigned char* smem) {
         ESCHA_TRACE(0);                                      // block start
         // Kernels with the in-kernel prologue let a programmatic dependent that follows them be
@@ -183,7 +166,6 @@ struct FusedLinear {
         const int lane = threadIdx.x % ESCHA_WAVE, wave = threadIdx.x / ESCHA_WAVE;
         const int wcol = wave % CW, kslice = wave / CW;             // tile-column wave, K slice
         const int g = blockIdx.x, split = blockIdx.y;
-        const KRange kr = k_range(p);
         const int xs_ld = p.k_split + 8;                            // halves; rows 16-byte aligned
         half_t* xs = reinterpret_cast<half_t*>(smem);               // [M][KR + 8] fp16 A operand
         u32* tr = reinterpret_cast<u32*>(smem + p.off_tr);
@@ -199,7 +181,7 @@ struct FusedLinear {
         // swapped route: half2 {x, x} words [M][KR + 16], then (mul1) per (row, 128-block) sums of x
         u32* xq = reinterpret_cast<u32*>(smem);
         const int xq_ld = p.k_split + 16;                           // words; 16 mod 32: no bank conflicts
-        const int nkb = kr.len / 128;
+        const int nkb = p.k_split / 128;
         float* q_scale = reinterpret_cast<float*>(smem + ((p.M * xq_ld * 4 + 15) & ~15));
         float* q_off = q_scale + MP * nkb;
 
@@ -214,9 +196,9 @@ struct FusedLinear {
 
         // The wave's tile rows: step s covers rows row0 + s*RB .. +RB-1 of tile columns
         // g*8 + wcol*TPW .. +TPW-1; the wave takes steps kslice, kslice + KW, ... (my_steps of them).
-        const int k_begin = kr.begin;
+        const int k_begin = split * p.k_split;
         const int row0 = k_begin / 16;
-        const int steps = kr.len / (16 * RB);
+        const int steps = p.k_split / (16 * RB);
         // (KW == 1 spelled out here and for the step below: the compiler cannot see kslice is 0 then)
         const int my_steps = KW == 1 ? steps : (steps - kslice + KW - 1) / KW;
         const int x_chunk_steps = (steps + p.x_chunks - 1) / p.x_chunks;  // XH: steps per A chunk
@@ -253,9 +235,6 @@ struct FusedLinear {
         for (int t = threadIdx.x; t < MP; t += blockDim.x) row_exp[t] = 0;    // (XH: overwritten after the wait)
         if (threadIdx.x == 4) flag[1] = (int)0x8FFF8FFFu;   // the codebook mask, read back below
         if (threadIdx.x == 5) flag[2] = 0;                  // the in-kernel prologue's "a row was raised"
-        // XH: steps per A chunk, read back in the main loop at each chunk's first step (held in a
-        // register there, a value that depends on the block's K range spilled a 128-register kernel)
-        if (threadIdx.x == 6) flag[3] = x_chunk_steps;
 #if ESCHA_XH_CHUNKS
         if (XH && !SW && threadIdx.x == 0) {
             // the A chunks' barriers (one arrival per row's copy, plus its bytes), at block start:
@@ -273,8 +252,8 @@ struct FusedLinear {
         // s_in (its K range; the prep kernel's, not ours, with XH) and rout / s_out / bias (its
         // columns) into L2 now, so that the prologue and the finishing block do not wait for HBM
         if constexpr (!XH) {
-            prefetch_l2_range(p.rin + k_begin, 2 * kr.len, threadIdx.x, blockDim.x);
-            if (p.s_in) prefetch_l2_range(p.s_in + k_begin, 4 * kr.len, threadIdx.x, blockDim.x);
+            prefetch_l2_range(p.rin + k_begin, 2 * p.k_split, threadIdx.x, blockDim.x);
+            if (p.s_in) prefetch_l2_range(p.s_in + k_begin, 4 * p.k_split, threadIdx.x, blockDim.x);
         }
         prefetch_l2_range(p.rout + g * COLS, 2 * COLS, threadIdx.x, blockDim.x);
         if (p.s_out) prefetch_l2_range(p.s_out + g * COLS, 4 * COLS, threadIdx.x, blockDim.x);
@@ -313,7 +292,7 @@ struct FusedLinear {
             // (row_exp: read in the epilogue, after the main loop's closing barrier)
 #else
             // ---- the A operand was precomputed (prep kernel): copy its rows' K range
-            const int pieces_row = kr.len / 8;                 // 16-byte pieces per row
+            const int pieces_row = p.k_split / 8;              // 16-byte pieces per row
             const DivMod by_row(pieces_row);                    // pieces < 2^22
             for (int c = threadIdx.x; c < p.M * pieces_row; c += blockDim.x) {
                 int m, o;
@@ -400,13 +379,13 @@ struct FusedLinear {
                 if (XH && step == x_next) {                   // this step starts an A chunk: wait for it
                     mbar_wait(x_bar, 0);
                     x_bar += 8u;
-                    x_next += flag[3];
+                    x_next += x_chunk_steps;
                 }
             } else {
                 while (XH && step >= x_next) {                // K slices skip steps: every chunk up to it
                     mbar_wait(x_bar, 0);
                     x_bar += 8u;
-                    x_next += flag[3];
+                    x_next += x_chunk_steps;
                 }
             }
 #endif
@@ -552,7 +531,7 @@ struct FusedLinear {
     // sum_k q_k * w_k that does not depend on the output column (w = MUL1_SCALE * B - MUL1_OFFSET).
     ESCHA_DEVICE static void quantize_x(const Args& p, u32* xq, int xq_ld, float* q_scale, float* q_off,
                                         int lane, int wave) {
-        const int nkb = k_range(p).len / 128;
+        const int nkb = p.k_split / 128;
         for (int t = p.M * nkb + threadIdx.x; t < MP * nkb; t += blockDim.x) q_scale[t] = q_off[t] = 0.f;
         rotated_items<4>(p, lane, wave, [](int) { return true; }, [&](int m, int kb, float (&v)[4]) {
             float amax = 0.f;
@@ -584,7 +563,7 @@ struct FusedLinear {
     // t[m * nkb] = scale * the sum over the block's 128-blocks kb of t[m * nkb + kb], per row m < M,
     // in a fixed order (deterministic); then a block barrier.
     ESCHA_DEVICE static void row_totals(const Args& p, float* t, float scale) {
-        const int nkb = k_range(p).len / 128;
+        const int nkb = p.k_split / 128;
         for (int m = threadIdx.x; m < p.M; m += blockDim.x) {
             float o = 0.f;
             for (int kb = 0; kb < nkb; ++kb) o += t[m * nkb + kb];
@@ -608,7 +587,7 @@ struct FusedLinear {
                                              const int (&piece_src)[PER_LANE], const LW& lane_words, const Dec& dec,
                                              int steps, int lane, u32 mask) {
         constexpr int NW = Dec::NW;
-        const int nkb = k_range(p).len / 128;
+        const int nkb = p.k_split / 128;
         u32 a_addr[MT][2], a_step[MT][2];
         const float* sc_row[MT][mu::ACC];
         #pragma unroll
@@ -764,9 +743,8 @@ struct FusedLinear {
     // A wave takes 32 consecutive pieces per step, BATCH steps with their loads in flight together.
     ESCHA_DEVICE static void xh_words(const Args& p, u32* xq, int xq_ld, float* xsum, int* row_exp, int lane,
                                       int wave) {
-        const KRange kr = k_range(p);
-        const int k_begin = kr.begin, nkb = kr.len / 128;
-        const int pieces_row = kr.len / 8, total = p.M * pieces_row;          // a multiple of 16
+        const int k_begin = blockIdx.y * p.k_split, nkb = p.k_split / 128;
+        const int pieces_row = p.k_split / 8, total = p.M * pieces_row;       // a multiple of 16
         // the row exponents: loaded now, stored after the rows (a store right after the load made
         // the wave doing it wait one memory latency before its first row load)
         static_assert(MP <= 32 * WARPS, "one exponent per thread");
@@ -820,10 +798,9 @@ struct FusedLinear {
     // neither loaded nor visited.
     template <int BATCH, typename Keep, typename Visit>
     ESCHA_DEVICE static void rotated_items(const Args& p, int lane, int wave, Keep keep, Visit visit) {
-        const KRange kr = k_range(p);
-        const int nkb = kr.len / 128, items = p.M * nkb;
+        const int nkb = p.k_split / 128, items = p.M * nkb;
         const DivMod by_nkb(nkb);                            // item -> (row, 128-block): items < 2^22
-        const int k_begin = kr.begin;
+        const int k_begin = blockIdx.y * p.k_split;
         const bool vec = p.in_valid == p.IC && (p.ldx % 8) == 0 && (reinterpret_cast<u64>(p.x) % 16) == 0;
         // CL > 1: wave w of the block of rank r takes items r*WARPS + w + k*CL*WARPS (the cluster's
         // blocks interleave in runs of WARPS items); the visit writes them into every block
