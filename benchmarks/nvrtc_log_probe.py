@@ -16,6 +16,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from escha_jit.kernels.registry import shipped_specs  # noqa: E402
 from escha_jit.render import include_dir, render  # noqa: E402
+from escha_jit.toolchain.base import parse_ptxas_log  # noqa: E402
 from escha_jit.toolchain.nvrtc import NVRTCToolchain  # noqa: E402
 
 
@@ -32,12 +33,16 @@ def main(argv=None):
         src = render(s, e)
         for i in range(a.n):
             co = tc.compile(src, "sm_90", include_dirs=[include_dir()])
-            res = co.resources.get(s.kernel_name())
-            rows.append(dict(spec=str(s), attempt=i, log_bytes=len(co.log), has_resources=bool(res),
-                             log_tail=co.log[-300:] if not res else ""))
-            print(f"{s} #{i}: log {len(co.log)} bytes, resources {'yes' if res else 'NO'}", flush=True)
-    missing = sum(1 for r in rows if not r["has_resources"])
-    print(f"{tc.version()}: {missing} of {len(rows)} compiles without the kernel's resource line")
+            in_log = parse_ptxas_log(co.log).get(s.kernel_name())
+            res = co.resources.get(s.kernel_name())        # the log's, else the cubin's (cubin_info)
+            rows.append(dict(spec=str(s), attempt=i, log_bytes=len(co.log), log_has_line=bool(in_log),
+                             resources=res, log_tail=co.log[-300:] if not in_log else ""))
+            print(f"{s} #{i}: log {len(co.log)} bytes, resource line {'yes' if in_log else 'NO'}, "
+                  f"resources {res}", flush=True)
+    missing = sum(1 for r in rows if not r["log_has_line"])
+    unresolved = sum(1 for r in rows if not r["resources"])
+    print(f"{tc.version()}: {missing} of {len(rows)} compiles without the kernel's resource line in the log; "
+          f"{unresolved} without resources after the cubin fallback")
     with open(a.out, "w") as f:
         json.dump(dict(version=tc.version(), rows=rows), f, indent=1)
 

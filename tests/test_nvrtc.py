@@ -42,3 +42,37 @@ def test_compile_outputs_leave_shared_bytes_alone():
     ours, detector = r.stdout.strip().split(",")
     assert detector == "True", "the check no longer sees the old code's corruption: " + r.stdout
     assert ours == "True", "program_log / program_cubin wrote into a shared bytes object or read wrong"
+
+
+# Two kernels, one with a dynamically indexed local array (a stack frame, as spills have).
+STACK_SRC = r"""
+extern "C" __global__ void escha_t_stack(int* p, int i) {
+    volatile int a[64];
+    for (int j = 0; j < 64; ++j) a[j] = p[j] * j;
+    p[0] = a[i & 63];
+}
+extern "C" __global__ void escha_t_plain(int* p) { p[threadIdx.x] += 1; }
+"""
+
+
+def test_cubin_resources_match_ptxas():
+    """Registers and stack frame read from the cubin agree with ptxas' own lines."""
+    from escha_jit.toolchain.base import parse_ptxas_log
+    from escha_jit.toolchain.cubin_info import cubin_resources
+    from escha_jit.toolchain.nvrtc import NVRTCToolchain
+    co = NVRTCToolchain().compile(STACK_SRC, "sm_90")
+    log, cub = parse_ptxas_log(co.log), cubin_resources(co.binary)
+    assert set(cub) == {"escha_t_stack", "escha_t_plain"}, cub
+    for k, r in cub.items():
+        assert (r["registers"], r["stack_bytes"]) == (log[k]["registers"], log[k].get("stack_bytes", 0)), (k, r, log[k])
+    assert cub["escha_t_stack"]["stack_bytes"] >= 256 and cub["escha_t_plain"]["stack_bytes"] == 0
+    assert cubin_resources(b"not an ELF") == {}
+
+
+def test_resources_from_the_cubin_when_the_log_is_silent(monkeypatch):
+    """Session 26: NVRTC 13.0 on the H200 host prints ptxas' lines only for a process's first compile
+    of a program; without them the no-spill checks reported "no resources". The cubin says it."""
+    import escha_jit.toolchain.nvrtc as N
+    monkeypatch.setattr(N, "parse_ptxas_log", lambda text: {})
+    res = N.NVRTCToolchain().compile(STACK_SRC, "sm_90").resources
+    assert res["escha_t_stack"]["stack_bytes"] >= 256 and res["escha_t_plain"]["registers"] > 0
