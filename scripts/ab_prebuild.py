@@ -42,8 +42,9 @@ def main(argv=None) -> int:
     table = Tables().table(args.arch)
     specs: dict = {}
     for dt in args.dtypes.split(","):
-        s = prep.spec_for(args.arch, dt)
-        specs.setdefault(s, prep.render_extra(s))
+        # (trees before session 27 have one prep kernel per dtype)
+        for s in (prep.specs_for(args.arch, dt) if hasattr(prep, "specs_for") else [prep.spec_for(args.arch, dt)]):
+            specs.setdefault(s, prep.render_extra(s))
         for shape in args.shapes.split(","):
             IC, OC = (int(v) for v in shape.split("x"))
             for K in (float(k) for k in args.ks.split(",")):

@@ -287,7 +287,9 @@ def test_untuned_choice_follows_the_h200_table():
     to either that drifts apart shows here. Spot checks of the shapes that motivated it.
     (129 of 186 agreed until session 25's re-tune of mcg at M <= 4 moved 9 more entries to near-ties
     the heuristic does not pick: its choices there measured within 0-4 % of the tuned ones, 7-9 % on
-    8192x28672 K4 M = 4; benchmarks/results/2026-12-03_h200_tune_s25_mcg.log.)"""
+    8192x28672 K4 M = 4; benchmarks/results/2026-12-03_h200_tune_s25_mcg.log. Session 27's re-tune
+    of M <= 4 moved the swapped route onto the prep kernel where x's rotations over all column
+    groups are many (kernels.fused.XH_SWAP_MIN_ROTATIONS): 125 agree.)"""
     table = TuningTable.load(shipped_table_path("sm_90"))
     same = total = 0
     for key, e in table.entries.items():
@@ -296,7 +298,7 @@ def test_untuned_choice_follows_the_h200_table():
         cfg, launch = _untuned_choice(float(rate[1:].replace("p", ".")), cb, IC, OC, int(bucket[1:]))
         total += 1
         same += (cfg.warps, cfg.xh, launch.splits) == (e.cfg.warps, e.cfg.xh, e.launch.splits)
-    assert total >= 150 and same >= 0.62 * total, (same, total)
+    assert total >= 150 and same >= 0.66 * total, (same, total)
     # 4096x14336 at M = 16: 112 column groups of 16 waves and no split (the old rule: 8 waves, S = 8)
     cfg, launch = _untuned_choice(2.0, "mcg", 4096, 14336, 16)
     assert (cfg.warps, cfg.min_blocks, cfg.xh, launch.splits) == (16, 1, 1, 1)

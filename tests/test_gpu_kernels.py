@@ -8,6 +8,7 @@ import torch
 
 from escha_jit import reference as R
 from escha_jit.nn import EschaLinear
+from escha_jit.kernels import prep as prep_kernels
 from escha_jit.ops import fused as F
 from escha_jit.ops.common import DTYPE_NAMES, NotWarmedUp
 from escha_jit.ops.dense import dense_weight
@@ -368,6 +369,34 @@ def test_fused_xh_chunks_same_bits(cfg, launch, M, chunks, monkeypatch):
     assert rel_rms(y, ref) < 1e-3, rel_rms(y, ref)
 
 
+@pytest.mark.parametrize("cfg,launch,M", [
+    (F.FusedConfig(warps=4, m_tiles=1, rows_per_stage=8, stages=3, xh=1), F.FusedLaunch(1), 1),
+    (F.FusedConfig(warps=8, m_tiles=1, rows_per_stage=16, stages=2, xh=1), F.FusedLaunch(2), 4),
+    (F.FusedConfig(warps=4, m_tiles=1, rows_per_stage=16, stages=2, min_blocks=1, xh=1), F.FusedLaunch(4), 8),
+])
+@pytest.mark.parametrize("cb", ["mcg", "mul1"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_swapped_xh_agrees_with_in_kernel_prologue(cfg, launch, M, cb, dtype, monkeypatch):
+    """The swapped route (M <= 8) with its A side bulk-copied (one chunk) from the words prep
+    kernel agrees with the same kernel rotating x itself (xh=0), split-K included, and both are in
+    the reference's band. (Not bit for bit: the two compiles round a few rotated values of x to
+    neighbouring halves - on the H200 1-88 of 512-4096 outputs differed by an fp16 ulp, with the
+    same error against the reference; benchmarks/RESULTS.md session 27.)"""
+    if torch.version.hip is not None:
+        pytest.skip("the swapped route is NVIDIA's")
+    w = _layer(2048, 512, 3.0, cb, 32)
+    x = torch.randn(M, 2048, device=DEV).to(dtype)
+    monkeypatch.setattr(F, "_PLANS", {})
+    y0 = F.fused_linear(x, w, cfg=dataclasses.replace(cfg, xh=0), launch=launch)
+    assert [(p.cfg.swap, p.cfg.xh) for p in F._PLANS.values()] == [(1, 0)]
+    monkeypatch.setattr(F, "_PLANS", {})
+    y1 = F.fused_linear(x, w, cfg=cfg, launch=launch)
+    assert [(p.cfg.swap, p.cfg.xh, p.x_chunks) for p in F._PLANS.values()] == [(1, 1, 1)]
+    assert rel_rms(y1, y0.double()) < 2e-4, (cfg, launch, M, cb, dtype, rel_rms(y1, y0.double()))
+    ref = x.double().cpu() @ R.dense_weight(w.to("cpu"))
+    assert rel_rms(y1, ref) < TOL[dtype] and rel_rms(y0, ref) < TOL[dtype], (rel_rms(y1, ref), rel_rms(y0, ref))
+
+
 @pytest.mark.parametrize("cfg,M", [
     (F.FusedConfig(warps=16, m_tiles=1, rows_per_stage=16, stages=2, min_blocks=1, xh=0), 16),
     (F.FusedConfig(warps=8, m_tiles=1, rows_per_stage=16, stages=2, min_blocks=2, xh=0), 13),
@@ -587,6 +616,57 @@ def test_prep_row_segments_same_bits(dtype):
         assert torch.equal(e, base_e), segments
         assert torch.equal(h, base_h), segments
     assert not F.scratch.prep_sync(dev, 6)[:12].any()                 # every row's counters back at zero
+
+
+def _slot_order() -> list[int]:
+    """matunit_mma.h i8_slot: the word slot of feature k inside its 16-feature slab."""
+    return [4 * ((k >> 1) & 3) + 2 * (k >> 3) + (k & 1) for k in range(16)]
+
+
+def _wave_sum128(h: torch.Tensor) -> torch.Tensor:
+    """fp32 sums of [..., 128] fp16 values in the kernels' order: 4 consecutive values per lane in
+    order, then the 32 lanes by xor 16, 8, 4, 2, 1 (lane 0's result)."""
+    v = h.float().reshape(*h.shape[:-1], 32, 4)
+    lane = ((v[..., 0] + v[..., 1]) + v[..., 2]) + v[..., 3]
+    idx = torch.arange(32, device=h.device)
+    for s in (16, 8, 4, 2, 1):
+        lane = lane + lane[..., idx ^ s]
+    return lane[..., 0]
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("segments", [1, 3, None])
+def test_prep_words_layout(dtype, segments):
+    """The swapped route's prep kernel (words variant): each value of the fp16 variant's row as the
+    word {h, h} at its i8_slot inside the 16-feature slab, the same exponents, and after the M x IC
+    words each (row, 128-block)'s fp32 sum of the stored halves in the kernels' order - bit for bit,
+    rows raised beyond fp16 (bf16: redone scaled) and split over several blocks included."""
+    M, IC = 5, 3584
+    w = _layer(IC, 256, 2.0, "mul1", seed=6)
+    dev = torch.device(DEV)
+    x = torch.randn(M, IC, device=DEV)
+    if dtype != torch.float16:
+        x[1, 9] = 4e9
+        x[3, IC - 2] = -7e10
+    x = x.to(dtype)
+    s = torch.cuda.current_stream().cuda_stream
+    xh = torch.full((M * IC,), float("nan"), dtype=torch.float16, device=DEV)
+    xe = torch.full((M,), -1, dtype=torch.int32, device=DEV)
+    F.run_prep(F.prep_kernel(dev, DTYPE_NAMES[dtype]), x, w, xh, xe, s, segments=segments)
+    xw = torch.full((prep_kernels.buffer_words(M, IC),), -1, dtype=torch.int32, device=DEV)
+    we = torch.full((M,), -1, dtype=torch.int32, device=DEV)
+    F.run_prep(F.prep_kernel(dev, DTYPE_NAMES[dtype], words=True), x, w, xw, we, s, segments=segments)
+    assert torch.equal(we, xe)
+    if dtype != torch.float16:
+        assert (xe[[1, 3]] > 0).all() and (xe[[0, 2, 4]] == 0).all()
+    bits = xh.view(torch.int16).int() & 0xFFFF
+    words = bits.long() * 0x10001                              # {h, h} as uint32, then int32 bits
+    words = (words - (words >= 2**31).long() * 2**32).int()
+    slabs = torch.empty_like(words.view(M, IC // 16, 16))
+    slabs[..., _slot_order()] = words.view(M, IC // 16, 16)
+    assert torch.equal(xw[:M * IC].view(M, IC // 16, 16), slabs)
+    sums = xw[M * IC:].view(torch.float32).view(M, IC // 128)
+    assert torch.equal(sums, _wave_sum128(xh.view(M, IC // 128, 128)))
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])

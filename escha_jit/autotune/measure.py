@@ -85,8 +85,7 @@ def fused_specs(arch: str, K: float, codebook: str, dtype: str, c: Candidate) ->
 def candidate_specs(arch: str, K: float, codebook: str, dtype: str, cands: Sequence[Candidate]):
     """(spec, render extras) of every kernel the candidates need (fused_specs of each, prep)."""
     from ..kernels import prep
-    ps = prep.spec_for(arch, dtype)
-    out = {ps: prep.render_extra(ps)}
+    out = {ps: prep.render_extra(ps) for ps in prep.specs_for(arch, dtype)}
     for c in cands:
         for s in fused_specs(arch, K, codebook, dtype, c):
             out[s] = render_extra(s)

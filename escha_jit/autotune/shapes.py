@@ -54,8 +54,8 @@ def model_specs(arch: str, shapes: Iterable[LayerShape], dtypes: Sequence[str] =
     if not fused_supported(arch):
         return list(out.items())
     for dt in dtypes:
-        s = prep.spec_for(arch, dt)
-        add(s, prep.render_extra(s))
+        for s in prep.specs_for(arch, dt):
+            add(s, prep.render_extra(s))
         if gemm.supported(arch):                           # the opt-in coded GEMM (ESCHA_JIT_PREFILL=gemm)
             for sh in shapes:
                 s = gemm.spec_for(arch, sh.K, sh.codebook, dt)

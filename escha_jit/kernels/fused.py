@@ -251,8 +251,15 @@ def default_config(M: int, vendor: str = "nvidia") -> FusedConfig:
 # route): 16 waves (two K slices) at one block per SM, or 8 waves at two.
 _SMALL_M = {
     "w8": FusedConfig(warps=8, m_tiles=1, rows_per_stage=16, stages=2, min_blocks=2, xh=0),
+    "w8x": FusedConfig(warps=8, m_tiles=1, rows_per_stage=16, stages=2, min_blocks=2, xh=1),
     "w4": FusedConfig(warps=4, m_tiles=1, rows_per_stage=16, stages=2, min_blocks=2, xh=1),
 }
+# M <= 8: the prep kernel (xh=1) from this many 128-feature rotations of x over all column groups
+# (the in-kernel prologue repeats each row's rotations per column group; the prep kernel's are one
+# launch's). H200 table after session 27 (the swapped route's A side by bulk copy): 1024-3584 (4096x4096
+# M <= 4, 14336x4096 / 4096x14336 M = 1) rotate in the kernel, 14336 and more (14336x4096 /
+# 4096x14336 M = 4, 8192x28672) take the prep kernel.
+XH_SWAP_MIN_ROTATIONS = 8192
 _MID_M = {
     "w8": FusedConfig(warps=8, m_tiles=1, rows_per_stage=16, stages=2, min_blocks=2, xh=1),
     "w16": FusedConfig(warps=16, m_tiles=1, rows_per_stage=16, stages=2, min_blocks=1, xh=0),
@@ -316,6 +323,8 @@ def default_config_for(K: float, codebook: str, IC: int, OC: int, M: int, sms: i
     # it wins where blocks are short and many (e.g. 18944x3584 at M <= 4: 37 splits of 512 features)
     if M <= 8 and M * (OC // COLS) >= 3 * sms:
         options = [_SMALL_M["w4"]]
+    elif M <= 8 and (OC // COLS) * M * (IC // 128) >= XH_SWAP_MIN_ROTATIONS:
+        options = [_SMALL_M["w8x"], _SMALL_M["w4"]]
     elif M <= 8:
         options = [_SMALL_M["w8"], fallback]
     else:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import functools
 from typing import Optional
 
-from ..spec import KernelSpec
+from ..spec import KernelSpec, vendor_of
 from . import DTYPE_CODES
 
 # 16 waves x BATCH 8 (prep.hip.j2) = 128 Hadamard blocks: a row of up to 16384 features has all its
@@ -18,12 +18,30 @@ ARGS = ("ptr", "i64", "ptr", "ptr", "ptr", "ptr", "i32", "i32", "i32", "ptr")
 WAVES = THREADS // 32       # one 128-feature block per wave and segment at decode sizes
 
 
-def spec_for(arch: str, in_dtype: str) -> KernelSpec:
-    return KernelSpec.make("prep", arch, in_dtype=in_dtype, out_dtype="f16", tile={"threads": THREADS})
+def spec_for(arch: str, in_dtype: str, words: bool = False) -> KernelSpec:
+    """The prep kernel of activations ``in_dtype``; ``words``: the swapped fused route's variant,
+    which writes each value as the half2 word {h, h} in the unit's slot order and then each
+    (row, 128-block)'s sum (templates/prep.hip.j2; buffer size: :func:`buffer_words`)."""
+    tile = {"threads": THREADS, "words": 1} if words else {"threads": THREADS}
+    return KernelSpec.make("prep", arch, in_dtype=in_dtype, out_dtype="f16", tile=tile)
+
+
+def specs_for(arch: str, in_dtype: str) -> list[KernelSpec]:
+    """Every prep kernel of ``in_dtype`` a fused call on ``arch`` may launch: the fp16 rows, and on
+    NVIDIA (the swapped route, kernels.fused.swap_route) for fp16 / bf16 activations the words."""
+    out = [spec_for(arch, in_dtype)]
+    if vendor_of(arch) == "nvidia" and in_dtype in ("f16", "bf16"):
+        out.append(spec_for(arch, in_dtype, words=True))
+    return out
 
 
 def render_extra(spec: KernelSpec) -> dict:
-    return {"in_code": DTYPE_CODES[spec.in_dtype]}
+    return {"in_code": DTYPE_CODES[spec.in_dtype], "words": int(spec.params.get("words", 0))}
+
+
+def buffer_words(M: int, IC: int) -> int:
+    """32-bit words of the words variant's output: [M][IC] {h, h} words, then fp32 [M][IC / 128] sums."""
+    return M * IC + M * (IC // 128)
 
 
 def threads_for(M: int) -> int:

@@ -119,8 +119,8 @@ def shipped_specs(arch: str, full: bool = True) -> Iterator[tuple[KernelSpec, di
     if not fused_supported(arch):
         return
     for dt in DTYPES:                                 # prep: the fused kernel's fp16 / bf16, the GEMM's f32 too
-        s = prep.spec_for(arch, dt)
-        yield s, prep.render_extra(s)
+        for s in prep.specs_for(arch, dt):
+            yield s, prep.render_extra(s)
     seen = set()
     for K, cb in pairs:
         configs = fused_default_configs(vendor_of(arch), cb, K)

@@ -66,6 +66,12 @@ class _Scratch:
         return self._grown("xh", device, "the prep buffer",
                            ((M * IC, torch.float16, False), (M, torch.int32, False)))
 
+    def xw(self, device: torch.device, M: int, IC: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """int32 buffer of kernels.prep.buffer_words(M, IC) and int32 [M] exponents for the words
+        prep kernel's output (the swapped route's A side)."""
+        return self._grown("xw", device, "the prep buffer",
+                           ((prep.buffer_words(M, IC), torch.int32, False), (M, torch.int32, False)))
+
     def prep_sync(self, device: torch.device, M: int) -> torch.Tensor:
         """int32 [2*M] of zeros: per row, the prep kernel's exponent need and block count when a row
         is split over several blocks (kernels.prep.segments); the last block of a row resets both."""
@@ -93,7 +99,8 @@ class Plan:
     prep: object
     pdl: bool                      # launched as programmatic dependents (NVIDIA sm_90+, see pdl_supported)
     source: str                    # "table" or "heuristic" or "explicit"
-    x_chunks: int                  # chunks of the xh A operand (kernels.fused.x_chunks; used by xh=1 on sm_90)
+    x_chunks: int                  # chunks of the xh A operand (kernels.fused.x_chunks; used by xh=1 on sm_90;
+                                   # the swapped route takes it in one)
 
 
 _PLANS: dict[tuple, Plan] = {}
@@ -165,10 +172,10 @@ def plan_for(dev: torch.device, K: float, codebook: str, IC: int, OC: int, in_dt
     k = kernel_for(spec, dev, ARGS, render_extra(spec))
     pk = None
     if cfg.xh:
-        pk = prep_kernel(dev, in_dt)
+        pk = prep_kernel(dev, in_dt, words=bool(cfg.swap))
     p = _PLANS[key] = Plan(cfg, launch, smem_layout(cfg, K, M, IC // launch.splits, i8), k, pk,
                            pdl_supported(arch), source,
-                           x_chunks((OC // COLS) * launch.splits, _sms(dev) * cfg.min_blocks))
+                           1 if cfg.swap else x_chunks((OC // COLS) * launch.splits, _sms(dev) * cfg.min_blocks))
     return p
 
 
@@ -194,16 +201,18 @@ def cluster_slots(dev: torch.device, K: float, codebook: str, in_dt: str, out_dt
     return slots
 
 
-def prep_kernel(dev: torch.device, in_dtype: str):
-    """The loaded prep kernel (kernels.prep) of activations ``in_dtype`` ('f16', 'bf16', 'f32') on dev."""
-    s = prep.spec_for(arch_of(dev), in_dtype)
+def prep_kernel(dev: torch.device, in_dtype: str, words: bool = False):
+    """The loaded prep kernel (kernels.prep) of activations ``in_dtype`` ('f16', 'bf16', 'f32') on
+    dev; ``words``: the swapped route's variant (kernels.prep.spec_for)."""
+    s = prep.spec_for(arch_of(dev), in_dtype, words)
     return kernel_for(s, dev, prep.ARGS, prep.render_extra(s))
 
 
 def run_prep(kernel, x: torch.Tensor, w: LinearWeights, xh: torch.Tensor, xh_exp: torch.Tensor, stream: int,
              pdl: bool = False, segments: Optional[int] = None) -> None:
     """Launch the prep kernel (kernels.prep) over the rows of x: xh[m, :IC] = the rotated, scaled
-    row as fp16 (times 2^-xh_exp[m]); xh a flat fp16 buffer of >= M * IC. Each row is split over
+    row as fp16 (times 2^-xh_exp[m]); xh a flat fp16 buffer of >= M * IC (the words variant: an
+    int32 buffer of >= kernels.prep.buffer_words(M, IC), laid out as it says). Each row is split over
     ``segments`` blocks (default kernels.prep.segments: several for decode's few rows)."""
     M = x.shape[0]
     P, seg_blocks = prep.segments(M, w.IC, _sms(x.device), segments)
@@ -275,7 +284,7 @@ def fused_linear(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] 
     stream = torch.cuda.current_stream(dev).cuda_stream
     xh = xh_exp = None
     if cfg.xh:
-        xh, xh_exp = scratch.xh(dev, M, IC)
+        xh, xh_exp = (scratch.xw if cfg.swap else scratch.xh)(dev, M, IC)
         run_prep(plan.prep, x, w, xh, xh_exp, stream, pdl=plan.pdl)
     if launch.splits > 1:
         ws, cnt = scratch.get(dev, launch.splits * M * OC, groups)

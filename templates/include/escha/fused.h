@@ -173,9 +173,7 @@ struct FusedLinear {
         int* row_exp = reinterpret_cast<int*>(smem + p.off_exp);     // [MP] per-row exponent
         int* flag = row_exp + MP;
         half_t* zero16 = reinterpret_cast<half_t*>(flag + 4);       // RB x 64 bytes of zeros: rows >= M
-#if ESCHA_XH_CHUNKS
-        const u32 x_bars = smem_addr(zero16 + 32 * RB);             // XH: the A chunks' mbarriers, 8 bytes each
-#endif
+        const u32 x_bars = smem_addr(zero16 + 32 * RB);             // XH (sm_90): the A chunks' mbarriers, 8 bytes each
         // int8 route: x words [M][KR + 16] (one token value replicated in 4 bytes, mu::i8_slot order
         // per 16-k slab), then per (row, 128-block) the dequantisation factor and offset [MP][KR/128];
         // swapped route: half2 {x, x} words [M][KR + 16], then (mul1) per (row, 128-block) sums of x
@@ -201,7 +199,8 @@ struct FusedLinear {
         const int steps = p.k_split / (16 * RB);
         // (KW == 1 spelled out here and for the step below: the compiler cannot see kslice is 0 then)
         const int my_steps = KW == 1 ? steps : (steps - kslice + KW - 1) / KW;
-        const int x_chunk_steps = (steps + p.x_chunks - 1) / p.x_chunks;  // XH: steps per A chunk
+        // XH: steps per A chunk (the word routes' A side comes in one, see main_loop_words)
+        const int x_chunk_steps = WORDS ? steps : (steps + p.x_chunks - 1) / p.x_chunks;
         const u32* src0 = reinterpret_cast<const u32*>(p.code) +
                           ((long long)(row0 + kslice * RB) * tiles_n + g * TILES_N + wcol * TPW) * W32;
         // this lane's 16-byte pieces of a stage: shared offset and global offset, fixed per lane
@@ -236,7 +235,7 @@ struct FusedLinear {
         if (threadIdx.x == 4) flag[1] = (int)0x8FFF8FFFu;   // the codebook mask, read back below
         if (threadIdx.x == 5) flag[2] = 0;                  // the in-kernel prologue's "a row was raised"
 #if ESCHA_XH_CHUNKS
-        if (XH && !SW && threadIdx.x == 0) {
+        if (XH && threadIdx.x == 0) {
             // the A chunks' barriers (one arrival per row's copy, plus its bytes), at block start:
             // off the path from the dependency wait to the first copy
             for (int c = 0; c * x_chunk_steps < steps; ++c) mbar_init(x_bars + 8u * (u32)c, p.M);
@@ -266,16 +265,20 @@ struct FusedLinear {
         // previous kernel finishes; x / xh and every global write (y, workspace, counters) wait.
         grid_dependency_wait();
         ESCHA_TRACE(1);                                      // the previous kernel has finished
-        if constexpr (XH && SW) {
-            // ---- the swapped route's A side from the prep kernel's rows: {x, x} words (+ mul1's sums)
-            xh_words(p, xq, xq_ld, q_scale, row_exp, lane, wave);
-        } else if constexpr (XH) {
+        if constexpr (XH) {
+            // The A operand was precomputed (prep kernel): the fp16 route's rotated rows, or the
+            // swapped route's {x, x} words (4 bytes per value, already in mu::i8_slot order)
+            constexpr int EB = SW ? 4 : 2;                      // bytes per value, in global and shared
+            const u32 a_smem = SW ? smem_addr(xq) : smem_addr(xs);
+            const int a_ld = SW ? xq_ld : xs_ld;                // values per shared row
+            const unsigned char* a_src = reinterpret_cast<const unsigned char*>(p.xh);
 #if ESCHA_XH_CHUNKS
-            // ---- the A operand was precomputed (prep kernel): its rows' K range in p.x_chunks chunks of
-            // whole steps, one bulk copy per (row, chunk), each chunk completing on its own mbarrier;
-            // the waves wait for a chunk at its first step (main loop). All blocks copy x at once (at
-            // M = 16 as many bytes from L2 as the weights they stream from HBM): in one piece before the
-            // first step it took 4.2 us of a 32 us call (4096x14336; benchmarks/RESULTS.md session 12).
+            // ---- its rows' K range in p.x_chunks chunks of whole steps, one bulk copy per (row, chunk),
+            // each chunk completing on its own mbarrier; the waves wait for a chunk at its first step
+            // (main loop). All blocks copy x at once (at M = 16 as many bytes from L2 as the weights
+            // they stream from HBM): in one piece before the first step it took 4.2 us of a 32 us call
+            // (4096x14336; benchmarks/RESULTS.md session 12). The swapped route expanded fp16 rows
+            // here until session 27: 2.9 us per block at M = 4 (8192x28672, session 26's trace).
             const int nchunks = (steps + x_chunk_steps - 1) / x_chunk_steps;
             // lane 0 of each wave: a bulk copy takes uniform operands (per-lane values would make a
             // 32-way loop); chunk-major, so that chunk 0's copies go out first
@@ -283,24 +286,38 @@ struct FusedLinear {
                 for (int t = wave; t < p.M * nchunks; t += WARPS) {
                     const int c = t / p.M, m = t - c * p.M;
                     const int k0 = c * x_chunk_steps * 16 * RB;
-                    const u32 bytes = (u32)(chunk_halves(c, steps, x_chunk_steps) * 2);
+                    const u32 bytes = (u32)(chunk_halves(c, steps, x_chunk_steps) * EB);
                     mbar_arrive_expect_tx(x_bars + 8u * (u32)c, bytes);
-                    bulk_copy_to_shared(smem_addr(xs + m * xs_ld + k0), p.xh + (long long)m * p.IC + k_begin + k0,
-                                        bytes, x_bars + 8u * (u32)c);
+                    bulk_copy_to_shared(a_smem + (u32)((m * a_ld + k0) * EB),
+                                        a_src + ((long long)m * p.IC + k_begin + k0) * EB, bytes, x_bars + 8u * (u32)c);
                 }
-            for (int t = threadIdx.x; t < MP; t += blockDim.x) row_exp[t] = t < p.M ? p.xh_exp[t] : 0;
-            // (row_exp: read in the epilogue, after the main loop's closing barrier)
 #else
-            // ---- the A operand was precomputed (prep kernel): copy its rows' K range
-            const int pieces_row = p.k_split / 8;              // 16-byte pieces per row
+            // ---- its rows' K range in one piece
+            const int pieces_row = p.k_split * EB / 16;         // 16-byte pieces per row
             const DivMod by_row(pieces_row);                    // pieces < 2^22
             for (int c = threadIdx.x; c < p.M * pieces_row; c += blockDim.x) {
                 int m, o;
                 by_row(c, m, o);
-                async_copy16(smem_addr(xs + m * xs_ld + 8 * o), p.xh + (long long)m * p.IC + k_begin + 8 * o);
+                async_copy16(a_smem + (u32)(m * a_ld * EB + 16 * o),
+                             a_src + ((long long)m * p.IC + k_begin) * EB + 16 * o);
             }
-            async_commit();
+#endif
+            if constexpr (SW && CB == CB_MUL1) {
+                // mul1: the prep kernel's sums of x per (row, 128-block), after its words, into
+                // [M][nkb] (in flight with the main loop's first weight stage; totalled after it)
+                const float* sums =
+                    reinterpret_cast<const float*>(reinterpret_cast<const u32*>(p.xh) + (long long)p.M * p.IC);
+                const DivMod by_kb(nkb);
+                for (int t = threadIdx.x; t < p.M * nkb; t += blockDim.x) {
+                    int m, kb;
+                    by_kb(t, m, kb);
+                    async_copy4(smem_addr(q_scale + t), sums + (long long)m * (p.IC / 128) + k_begin / 128 + kb);
+                }
+            }
             for (int t = threadIdx.x; t < MP; t += blockDim.x) row_exp[t] = t < p.M ? p.xh_exp[t] : 0;
+            // (row_exp: read in the epilogue, after the main loop's closing barrier)
+#if !ESCHA_XH_CHUNKS
+            async_commit();
             async_wait<0>();                                    // the A operand (and the first stages) landed
             __syncthreads();
 #endif
@@ -345,7 +362,7 @@ struct FusedLinear {
         if constexpr (WORDS) {
             const u32 mask = reinterpret_cast<const u32*>(flag)[1];
             main_loop_words(p, acc, xq, xq_ld, q_scale, zero16, src0, step_stride, piece_dst, piece_src, lane_words,
-                            dec, steps, lane, mask);
+                            dec, steps, lane, mask, x_bars);
         } else {
         // A operand addresses of this lane (ldmatrix: lane l supplies row l % 16); rows >= M read
         // the zero bytes instead (their column step is 0: RB x 32 of them are read, so that a step's RB
@@ -451,6 +468,8 @@ struct FusedLinear {
         }   // not I8
         async_wait<0>();
         __syncthreads();
+        // the swapped route's mul1 sums from the prep kernel (copied in with the first stage): totals
+        if constexpr (XH && SW && CB == CB_MUL1) row_totals(p, q_scale, 1.f);
         ESCHA_TRACE(3);                                      // main loop done (all waves)
         // With the prep kernel (XH), the next call's prep grid may be scheduled from here on (it
         // waits in-kernel for this grid to end): its launch overlaps this epilogue.
@@ -585,7 +604,7 @@ struct FusedLinear {
                                              const float* q_scale, const half_t* zero, const u32* src0,
                                              long long step_stride, const u32 (&piece_dst)[PER_LANE],
                                              const int (&piece_src)[PER_LANE], const LW& lane_words, const Dec& dec,
-                                             int steps, int lane, u32 mask) {
+                                             int steps, int lane, u32 mask, u32 x_bar) {
         constexpr int NW = Dec::NW;
         const int nkb = p.k_split / 128;
         u32 a_addr[MT][2], a_step[MT][2];
@@ -611,6 +630,12 @@ struct FusedLinear {
         int dpart[TPW][mu::I8_DOT_COLS];
         fill(dpart, 0);
         RingCursor ring_at(src0, step_stride);
+#if ESCHA_XH_CHUNKS
+        // XH: the A operand arrives as one chunk (x_chunk_steps = steps here): waited for before
+        // the loop. A wait per chunk inside it cost ptxas 5-46 instructions per step (a test per
+        // step) or 96 -> 114 registers (a loop over chunks around the step loop).
+        if constexpr (XH) mbar_wait(x_bar, 0);
+#endif
         for (int step = 0; step < steps; ++step) {
             async_wait<STAGES - 2>();
             wave_sync();
@@ -733,61 +758,6 @@ struct FusedLinear {
         for (int i = 0; i < PER_LANE; ++i)
             if (PIECES % ESCHA_WAVE == 0 || i * ESCHA_WAVE + lane < PIECES)
                 async_copy16(piece_dst[i] + slot_bytes, src + piece_src[i]);
-    }
-
-    // The swapped route's A side from the prep kernel's fp16 rows (XH): each lane expands 8
-    // halves (one 16-byte load) of its row into {x, x} words in mu::i8_slot order, where the pairs
-    // (k, k + 1), k even, are adjacent words (one 8-byte store each). mul1: the sum of each
-    // (row, 128-block) of the stored halves (16 consecutive lanes = one block; fixed-order
-    // shuffles), then per row over the block's K range in fixed order, as the in-kernel prologue.
-    // A wave takes 32 consecutive pieces per step, BATCH steps with their loads in flight together.
-    ESCHA_DEVICE static void xh_words(const Args& p, u32* xq, int xq_ld, float* xsum, int* row_exp, int lane,
-                                      int wave) {
-        const int k_begin = blockIdx.y * p.k_split, nkb = p.k_split / 128;
-        const int pieces_row = p.k_split / 8, total = p.M * pieces_row;       // a multiple of 16
-        // the row exponents: loaded now, stored after the rows (a store right after the load made
-        // the wave doing it wait one memory latency before its first row load)
-        static_assert(MP <= 32 * WARPS, "one exponent per thread");
-        const int t_exp = threadIdx.x;
-        const int e = t_exp < p.M ? p.xh_exp[t_exp] : 0;
-        const DivMod by_row(pieces_row);                      // pieces < 2^22
-        constexpr int BATCH = 4;
-        for (int c0 = 32 * wave; c0 < total; c0 += 32 * WARPS * BATCH) {
-            u32 v[BATCH][4];
-            int row_of[BATCH], piece_of[BATCH];
-            #pragma unroll
-            for (int u = 0; u < BATCH; ++u) {
-                const int c = c0 + 32 * WARPS * u + lane;
-                by_row(c, row_of[u], piece_of[u]);
-                if (c < total) load_global16(v[u], p.xh + (long long)row_of[u] * p.IC + k_begin + 8 * piece_of[u]);
-            }
-            #pragma unroll
-            for (int u = 0; u < BATCH; ++u) {
-                const int c = c0 + 32 * WARPS * u + lane;
-                if (c0 + 32 * WARPS * u >= total) break;                        // wave-uniform
-                const int m = row_of[u], o = piece_of[u];
-                float sum = 0.f;
-                if (c < total) {
-                    u32* row = xq + m * xq_ld + ((8 * o) & ~15);
-                    #pragma unroll
-                    for (int q = 0; q < 4; ++q) {
-                        const u32 lo = v[u][q] & 0xFFFFu, hi = v[u][q] >> 16;
-                        *reinterpret_cast<u64*>(row + mu::i8_slot(((8 * o) & 15) + 2 * q)) =
-                            (u64)(lo * 0x00010001u) | ((u64)(hi * 0x00010001u) << 32);
-                        if constexpr (CB == CB_MUL1)
-                            sum += half_to_float(bit_cast<half_t>((u16)lo)) + half_to_float(bit_cast<half_t>((u16)hi));
-                    }
-                }
-                if constexpr (CB == CB_MUL1) {
-                    #pragma unroll
-                    for (int s = 8; s > 0; s >>= 1) sum += shfl_xor(sum, s);
-                    if (c < total && (lane & 15) == 0) xsum[m * nkb + o / 16] = sum;
-                }
-            }
-        }
-        if (t_exp < MP) row_exp[t_exp] = e;
-        __syncthreads();
-        if constexpr (CB == CB_MUL1) row_totals(p, xsum, 1.f);
     }
 
     // The block's items (row m, 128-block kb) of x, one wave per item: visit(m, kb, v) receives

@@ -115,6 +115,10 @@ constexpr bool HAS_ASYNC_COPY = true;
 ESCHA_DEVICE void async_copy16(u32 saddr, const void* gmem) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(saddr), "l"(gmem));
 }
+// 4-byte global -> shared copy, asynchronous (cp.async.ca: the only kind for 4 bytes).
+ESCHA_DEVICE void async_copy4(u32 saddr, const void* gmem) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" :: "r"(saddr), "l"(gmem));
+}
 ESCHA_DEVICE void async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
 ESCHA_DEVICE void async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory"); }

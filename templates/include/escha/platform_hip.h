@@ -157,6 +157,7 @@ struct StagedCopy16 {
     ESCHA_DEVICE void store(int i, u32 saddr) const { sts128(saddr, v[i]); }
 };
 ESCHA_DEVICE void async_copy16(u32 saddr, const void* gmem) { sts128(saddr, *reinterpret_cast<const u32v4*>(gmem)); }
+ESCHA_DEVICE void async_copy4(u32 saddr, const void* gmem) { *(lds_u32*)(unsigned long long)saddr = *reinterpret_cast<const u32*>(gmem); }
 ESCHA_DEVICE void async_commit() { __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront"); }
 template <int N>
 ESCHA_DEVICE void async_wait() { __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront"); }
