@@ -44,12 +44,16 @@ def test_compile_outputs_leave_shared_bytes_alone():
     assert ours == "True", "program_log / program_cubin wrote into a shared bytes object or read wrong"
 
 
-# Two kernels, one with a dynamically indexed local array (a stack frame, as spills have).
+# Two kernels, one with a local array stored to and read from at data-dependent places (a stack
+# frame, as spills have). (A volatile array read at one place compiled to no frame with the H200
+# host's NVRTC 13.0 in session 27: ptxas' lines and the cubin both said 0 bytes.)
 STACK_SRC = r"""
 extern "C" __global__ void escha_t_stack(int* p, int i) {
-    volatile int a[64];
-    for (int j = 0; j < 64; ++j) a[j] = p[j] * j;
-    p[0] = a[i & 63];
+    int a[64];
+    for (int j = 0; j < 64; ++j) a[(7 * j + p[j]) & 63] = p[64 + j];
+    int s = 0;
+    for (int j = 0; j < 8; ++j) s += a[(p[128 + j] + i) & 63];
+    p[0] = s;
 }
 extern "C" __global__ void escha_t_plain(int* p) { p[threadIdx.x] += 1; }
 """
