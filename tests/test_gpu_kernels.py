@@ -287,7 +287,7 @@ def test_fused_large_activations_bf16_no_overflow(cb, M, xh):
 def test_fused_swapped_route(K, cb, M, xh):
     """NVIDIA, M <= 8: the swapped fp16 route (weights as the unit's 16-row operand; mul1 through
     its {1024 + B, -1534} words and the epilogue's affine map), its A side from the in-kernel
-    prologue (xh=0) or expanded from the prep kernel's rows (xh=1), split-K included; M = 9, 16
+    prologue (xh=0) or bulk-copied from the words prep kernel (xh=1), split-K included; M = 9, 16
     take the fp16 route with the same configuration."""
     w = _layer(2048, 384, K, cb, 12)
     x = torch.randn(M, 2048, device=DEV).half()

@@ -187,7 +187,7 @@ def swap_allowed(cfg: FusedConfig, vendor: str, codebook: str, act_quant: Option
 
 def swap_route(cfg: FusedConfig, vendor: str, codebook: str, M: int, act_quant: Optional[str] = None) -> FusedConfig:
     """The configuration a call runs: on NVIDIA, calls with M <= 8 (A side from the in-kernel
-    prologue, or with xh=1 expanded from the prep kernel's rows) take the swapped fp16 route (include/escha/matunit_mma.h, mma_sw): each weight is a 32-bit word of
+    prologue, or with xh=1 bulk-copied from the words prep kernel) take the swapped fp16 route (include/escha/matunit_mma.h, mma_sw): each weight is a 32-bit word of
     two fp16 halves that the unit sums in fp32 against the token's half2 {x, x} (LCG codebooks: the
     codebook's own halves, no PRMT / HADD2 per weight; mul1: {1024 + B, -1534} from one IDP4A, the
     affine map to the weight applied once in the epilogue, no PRMT / HFMA2), the weights fill the
