@@ -9,8 +9,8 @@ from typing import Optional
 import torch
 
 from ..kernels import prep
-from ..kernels.fused import (ARGS, COLS, I8_MAX_M, MAX_M, SMEM_BUDGET, ClusterSlots, FusedConfig, FusedLaunch, check_act_quant,
-                             default_config, default_config_for, default_config_i8, default_launch, has_clusters, render_extra, smem_layout, spec_for,
+from ..kernels.fused import (ARGS, COLS, I8_MAX_M, MAX_M, SMEM_BUDGET, SWAP_MAX_M, ClusterSlots, FusedConfig, FusedLaunch,
+                             check_act_quant, default_config, default_config_for, default_config_i8, default_launch, has_clusters, render_extra, smem_layout, spec_for,
                              swap_route, x_chunks)
 from ..kernels.registry import fused_fits
 from ..spec import nvidia_sm, vendor_of
@@ -61,16 +61,23 @@ class _Scratch:
                     for i, (n, dt, zero) in enumerate(wanted))
             return bufs
 
+    def _prep(self, device: torch.device, M: int, IC: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The prep kernel's output bytes and int32 [M] exponents: one buffer for both layouts, grown
+        by a call of M rows to what either layout needs at up to M rows (the words layout at most
+        SWAP_MAX_M), so that warming a layer up at its largest M also covers its swapped calls."""
+        need = max(2 * M * IC, 4 * prep.buffer_words(min(M, SWAP_MAX_M), IC))
+        return self._grown("xh", device, "the prep buffer", ((need, torch.uint8, False), (M, torch.int32, False)))
+
     def xh(self, device: torch.device, M: int, IC: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """fp16 [M*IC] buffer and int32 [M] exponents for the prep kernel's output."""
-        return self._grown("xh", device, "the prep buffer",
-                           ((M * IC, torch.float16, False), (M, torch.int32, False)))
+        """fp16 [M*IC] view and int32 [M] exponents for the prep kernel's output."""
+        buf, exp = self._prep(device, M, IC)
+        return buf[:2 * M * IC].view(torch.float16), exp
 
     def xw(self, device: torch.device, M: int, IC: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """int32 buffer of kernels.prep.buffer_words(M, IC) and int32 [M] exponents for the words
+        """int32 view of kernels.prep.buffer_words(M, IC) and int32 [M] exponents for the words
         prep kernel's output (the swapped route's A side)."""
-        return self._grown("xw", device, "the prep buffer",
-                           ((prep.buffer_words(M, IC), torch.int32, False), (M, torch.int32, False)))
+        buf, exp = self._prep(device, M, IC)
+        return buf[:4 * prep.buffer_words(M, IC)].view(torch.int32), exp
 
     def prep_sync(self, device: torch.device, M: int) -> torch.Tensor:
         """int32 [2*M] of zeros: per row, the prep kernel's exponent need and block count when a row
