@@ -56,6 +56,17 @@ def test_prefill_route_variable(monkeypatch):
         env.prefill_route()
 
 
+def test_prep_words_variant_is_nvidia_only():
+    """The words prep kernel (the swapped route's A side) ships for NVIDIA fp16 / bf16 only, and
+    asking for it elsewhere names the option."""
+    from escha_jit.kernels import prep
+    assert [s.params.get("words", 0) for s in prep.specs_for("sm_90", "bf16")] == [0, 1]
+    assert [s.params.get("words", 0) for s in prep.specs_for("sm_90", "f32")] == [0]
+    assert [s.params.get("words", 0) for s in prep.specs_for("gfx1201", "f16")] == [0]
+    with pytest.raises(ValueError, match="words=True.*gfx1201"):
+        prep.spec_for("gfx1201", "f16", words=True)
+
+
 def test_prep_row_segments():
     """Rows of decode's launches are split so that each wave rotates one 128-feature block, with at
     most two blocks per SM in all; rows of up to 32 blocks and prefill's rows stay whole; segments

@@ -21,7 +21,10 @@ WAVES = THREADS // 32       # one 128-feature block per wave and segment at deco
 def spec_for(arch: str, in_dtype: str, words: bool = False) -> KernelSpec:
     """The prep kernel of activations ``in_dtype``; ``words``: the swapped fused route's variant,
     which writes each value as the half2 word {h, h} in the unit's slot order and then each
-    (row, 128-block)'s sum (templates/prep.hip.j2; buffer size: :func:`buffer_words`)."""
+    (row, 128-block)'s sum (templates/prep.hip.j2; buffer size: :func:`buffer_words`); NVIDIA only,
+    as that route is."""
+    if words and vendor_of(arch) != "nvidia":
+        raise ValueError(f"prep words=True: the swapped route's A side, NVIDIA only; got arch {arch!r}")
     tile = {"threads": THREADS, "words": 1} if words else {"threads": THREADS}
     return KernelSpec.make("prep", arch, in_dtype=in_dtype, out_dtype="f16", tile=tile)
 

@@ -327,17 +327,15 @@ struct FusedLinear {
             // the swapped route's A side: half2 {x, x} words in mu::i8_slot order; mul1 also keeps
             // the sum of each (row, 128-block) of x as stored (its weights are affine in the unit's sums)
             prologue_f16(p, row_exp, flag + 2, lane, wave, [&](int m, int kb, const float (&v)[4], float scale) {
-                float sum = 0.f;
+                half_t h[4];
                 #pragma unroll
                 for (int i = 0; i < 4; ++i) {
                     const int k = kb * 128 + 4 * lane + i;
-                    const half_t h = float_to_half(v[i] * scale);
-                    sum += half_to_float(h);
-                    xq[m * xq_ld + (k & ~15) + mu::i8_slot(k & 15)] = (u32)bit_cast<u16>(h) * 0x00010001u;
+                    h[i] = float_to_half(v[i] * scale);
+                    xq[m * xq_ld + (k & ~15) + mu::i8_slot(k & 15)] = (u32)bit_cast<u16>(h[i]) * 0x00010001u;
                 }
                 if constexpr (CB == CB_MUL1) {
-                    #pragma unroll
-                    for (int s = 16; s > 0; s >>= 1) sum += shfl_xor(sum, s);
+                    const float sum = wave_sum_halves4(h);
                     if (lane == 0) q_scale[m * nkb + kb] = sum;
                 }
             });

@@ -47,6 +47,19 @@ ESCHA_DEVICE void hadamard128_lane(float (&v)[4], int lane) {
     }
 }
 
+// The sum over a wave of its lanes' 4 fp16 values each, in fp32 and a fixed order: a lane's 4 in
+// order, then the lanes by xor 16, 8, 4, 2, 1 (every lane gets it). The swapped route's mul1 term
+// per (row, 128-block), which the fused kernel's in-kernel prologue and the prep kernel's words
+// variant both compute: one order, so that their sums agree.
+ESCHA_DEVICE float wave_sum_halves4(const half_t (&h)[4]) {
+    float sum = 0.f;
+    #pragma unroll
+    for (int i = 0; i < 4; ++i) sum += half_to_float(h[i]);
+    #pragma unroll
+    for (int s = 16; s > 0; s >>= 1) sum += shfl_xor(sum, s);
+    return sum;
+}
+
 // The output factors of one lane's 4 features c .. c+3 (rout, s_out, bias): loaded together, once
 // per block by callers that finish many rows of it (a load per row, behind the previous row's stores
 // to y that may alias it, costs one memory latency per row).
