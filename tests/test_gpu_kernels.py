@@ -426,7 +426,7 @@ def test_swapped_two_token_groups(cfg, M, cb, dtype, monkeypatch):
         monkeypatch.setattr(F, "_PLANS", {})
         halves = torch.cat([F.fused_linear(x[:8], w, cfg=cfg, launch=launch, out_dtype=od),
                             F.fused_linear(x[8:], w, cfg=cfg, launch=launch, out_dtype=od)])
-        assert sorted(p.cfg.swap for p in F._PLANS.values()) == [1]
+        assert {p.cfg.swap for p in F._PLANS.values()} == {1}
         assert torch.equal(y, halves), (S, (y != halves).sum().item())
         ref = x.double().cpu() @ R.dense_weight(w.to("cpu"))
         assert rel_rms(y, ref) < TOL[dtype], (S, rel_rms(y, ref))
