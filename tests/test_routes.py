@@ -23,32 +23,12 @@ def test_swapped_route_takes_m_up_to_8_with_either_a_side(xh, cb):
         assert fused.swap_route(cfg, "nvidia", cb, 1, act_quant="int8").swap == 0
 
 
-@pytest.mark.parametrize("asked", [1, 2])
-def test_two_token_groups_where_the_config_asks(asked):
-    """A configuration with swap > 0 runs M = 9..16 on the swapped route's two token groups and
-    M <= 8 on one; 16 waves, clusters, more m tiles, gfx12 and int8 activations never."""
-    cfg = fused.FusedConfig(warps=4, m_tiles=1, rows_per_stage=8, stages=3, xh=1, swap=asked)
-    assert [fused.swap_route(cfg, "nvidia", "mcg", M).swap for M in range(1, 17)] == [1] * 8 + [2] * 8
-    assert fused.swap_route(cfg, "amd", "mcg", 12).swap == 0
-    assert fused.swap_route(cfg, "nvidia", "mul1", 12, act_quant="int8").swap == 0
-    for other in (dict(warps=16, min_blocks=1), dict(m_tiles=2), dict(xh=0, cluster=2)):
-        assert fused.swap_route(dataclasses.replace(cfg, **other), "nvidia", "mcg", 12).swap == 0, other
-    s = fused.spec_for("sm_90", 2.0, "mcg", "f16", "f16", fused.swap_route(cfg, "nvidia", "mcg", 16))
-    assert s.params["swap"] == 2 and "true, false, false, 2, 1> Impl;" in " ".join(
-        __import__("escha_jit.render", fromlist=["render"]).render(s, fused.render_extra(s)).split())
-    with pytest.raises(ValueError, match="swap=3: expected 0, 1 or 2"):
-        fused.FusedConfig(swap=3)
-    # the twin shipped for M <= 8 calls, once
-    from escha_jit.kernels.registry import with_swap
-    assert [c.swap for c in with_swap(cfg, "sm_90", "mcg")] == ([1] if asked == 1 else [2, 1])
-
-
 def test_swapped_spec_with_prep_kernel_renders_the_expansion():
     from escha_jit.render import render
     cfg = fused.FusedConfig(warps=8, m_tiles=1, rows_per_stage=8, stages=3, xh=1, swap=1)
     s = fused.spec_for("sm_90", 2.0, "mul1", "f16", "f16", cfg)
     src = " ".join(render(s, fused.render_extra(s)).split())
-    assert "12288, true, false, false, 1, 1> Impl;" in src                   # XH, not I8 / DOT, SW 1 group, no cluster
+    assert "12288, true, false, false, true, 1> Impl;" in src                # XH, not I8 / DOT, SW, no cluster
     with pytest.raises(ValueError, match="swap=1 needs NVIDIA"):
         fused.spec_for("gfx1201", 2.0, "mul1", "f16", "f16", cfg)
 

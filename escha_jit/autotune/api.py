@@ -34,14 +34,13 @@ DEFAULT_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 # groups sharing the in-kernel prologue (NVIDIA, M = 9..16 with xh 0): 2 at 4096x4096 M = 16 0.92-0.96x
 # the time (session 16), 4 won 9 of the 12 M = 16 problems of 4096x14336 (session 17); 8 was slower
 # wherever measured, and each size is one more kernel per xh 0 candidate to compile.
-TUNE_GRID = dict(warps=(4, 8, 16), rows=(4, 8, 16), stages=(2, 3), min_blocks=(1, 2), xh=(0, 1), cluster=(1, 2, 4),
-                 swap=(0, 2))
+TUNE_GRID = dict(warps=(4, 8, 16), rows=(4, 8, 16), stages=(2, 3), min_blocks=(1, 2), xh=(0, 1), cluster=(1, 2, 4))
 GRID_AXES = tuple(TUNE_GRID)        # what tune_grid's overrides may name
 
 
 def tune_grid(overrides: Optional[Mapping[str, Sequence[int]]] = None) -> dict:
     """The grid tune() searches: TUNE_GRID with the axes named in ``overrides`` (warps, rows,
-    stages, min_blocks, xh, cluster, swap) replaced, e.g.
+    stages, min_blocks, xh, cluster) replaced, e.g.
     ``{"rows": (8, 16, 32)}``; each value is checked as FusedConfig checks it (ValueError naming
     the axis)."""
     grid = dict(TUNE_GRID)

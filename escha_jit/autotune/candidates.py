@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
-from ..kernels.fused import SWAP2_MAX_M, SWAP_MAX_M, FusedConfig, FusedLaunch, has_clusters, smem_layout
+from ..kernels.fused import SWAP_MAX_M, FusedConfig, FusedLaunch, has_clusters, smem_layout
 from ..spec import vendor_of
 
 SMEM_CAP = {"sm_90": 227 * 1024, "gfx1201": 64 * 1024}
@@ -24,8 +24,7 @@ class Candidate:
     def key(self) -> str:
         c, l = self.cfg, self.launch
         cl = f"_c{c.cluster}" if c.cluster > 1 else ""
-        sw = f"_sw{c.swap}" if c.swap else ""
-        return f"w{c.warps}_mt{c.m_tiles}_r{c.rows_per_stage}_s{c.stages}_b{c.min_blocks}_x{c.xh}{cl}{sw}_S{l.splits}"
+        return f"w{c.warps}_mt{c.m_tiles}_r{c.rows_per_stage}_s{c.stages}_b{c.min_blocks}_x{c.xh}{cl}_S{l.splits}"
 
 
 def _divisors(n: int) -> list[int]:
@@ -34,13 +33,11 @@ def _divisors(n: int) -> list[int]:
 
 def fused_candidates(arch: str, K: float, IC: int, OC: int, M: int, sms: int,
                      warps=(4, 8), rows=(2, 4, 8), stages=(2, 3, 4), min_blocks=(1, 2, 3), xh=(0, 1),
-                     cluster=(1,), swap=(0,), max_waves: float = 8.0, min_waves: float = 0.5) -> list[Candidate]:
+                     cluster=(1,), max_waves: float = 8.0, min_waves: float = 0.5) -> list[Candidate]:
     """Every (config, launch) that fits the arch's shared memory and registers and tiles the
     problem; ordered deterministically. Cluster sizes above 1 apply where a cluster can share the
     prologue and where they were measured: NVIDIA, the fp16 route at M = 9..16 (above the swapped
-    route's M, one m tile) with the in-kernel prologue (xh 0), and OC/128 a multiple of the size.
-    swap = 2 (the swapped route's two token groups, kernels.fused.swap_route) applies at M = 9..16
-    on NVIDIA with at most 8 waves and no cluster; below that every call is swapped anyway."""
+    route's M, one m tile) with the in-kernel prologue (xh 0), and OC/128 a multiple of the size."""
     mt = 1
     while 16 * mt < M:
         mt *= 2
@@ -52,12 +49,8 @@ def fused_candidates(arch: str, K: float, IC: int, OC: int, M: int, sms: int,
     # clusters: measured at one m tile only (M = 9..16; session 16), so searched there only
     clusters = [c for c in cluster
                 if c == 1 or (has_clusters(arch) and SWAP_MAX_M < M <= 16 and groups % c == 0)]
-    two_groups = vendor_of(arch) == "nvidia" and SWAP_MAX_M < M <= SWAP2_MAX_M
-    swaps = [v for v in swap if v == 0 or (v == 2 and two_groups)]
-    for w, r, st, mb, xm, cl, sw in itertools.product(warps, rows, stages, min_blocks, xh, clusters, swaps):
+    for w, r, st, mb, xm, cl in itertools.product(warps, rows, stages, min_blocks, xh, clusters):
         if cl > 1 and xm:
-            continue
-        if sw and (w > 8 or cl > 1):                       # the word routes: one wave per tile column at most
             continue
         # 16 waves (two K slices) run the fp16 route only: at M <= 8 NVIDIA takes the swapped route
         # (1.1-1.6x faster than the fp16 one, session 4), and gfx12's 64 KiB of LDS holds no doubled ring
@@ -67,7 +60,7 @@ def fused_candidates(arch: str, K: float, IC: int, OC: int, M: int, sms: int,
         regs_cap = REG_FILE.get(arch, 65536) // (threads * mb)
         if regs_cap < 64 + 8 * mt * max(1, 8 // w):        # accumulators + decode state must fit
             continue
-        cfg = FusedConfig(warps=w, m_tiles=mt, rows_per_stage=r, stages=st, min_blocks=mb, xh=xm, cluster=cl, swap=sw)
+        cfg = FusedConfig(warps=w, m_tiles=mt, rows_per_stage=r, stages=st, min_blocks=mb, xh=xm, cluster=cl)
         fitting = []
         for S in _divisors(IC // 128):
             kr = IC // S

@@ -58,9 +58,8 @@ class FusedConfig:
                               # 4 per-block phase timestamps (benchmarks/trace_fused.py)
     dot: int = 0              # int8 route, M = 1 only: products on the integer dot unit (IDP4A /
                               # v_dot4_i32_iu8) instead of the matrix unit (the gfx12 default there)
-    swap: int = 0             # NVIDIA: the swapped fp16 route (weights as the 16-row operand, two fp16
-                              # halves per weight fed to the unit) with 1 (M <= 8) or 2 (M <= 16) n8
-                              # token groups; see swap_route
+    swap: int = 0             # NVIDIA, M <= 8: the swapped fp16 route (weights as the 16-row operand,
+                              # two fp16 halves per weight fed to the unit); see swap_route
     cluster: int = 1          # NVIDIA sm_90, fp16 route with the in-kernel prologue (xh=0): blocks of
                               # `cluster` column groups launched as one thread block cluster, which
                               # split the prologue's rotation and share its result (OC/128 % cluster == 0)
@@ -72,8 +71,7 @@ class FusedConfig:
                                             "1, 2, 4, 8 (it divides the 8 tile columns) or 16 (2 K slices)")),
                                  ("m_tiles", (lambda v: v >= 1, ">= 1")), ("rows_per_stage", (lambda v: v >= 1, ">= 1")),
                                  ("stages", (lambda v: v >= 2, ">= 2 (the ring streams stages - 1 steps ahead)")),
-                                 ("min_blocks", (lambda v: v >= 1, ">= 1")), ("xh", flag), ("dot", flag),
-                                 ("swap", (lambda v: v in (0, 1, 2), "0, 1 or 2 (token groups of the swapped route)")),
+                                 ("min_blocks", (lambda v: v >= 1, ">= 1")), ("xh", flag), ("dot", flag), ("swap", flag),
                                  ("cluster", (lambda v: v in (1, 2, 4, 8), "1, 2, 4 or 8")),
                                  ("diag", (lambda v: 0 <= v <= 4, "0..4"))):
             _check_field("FusedConfig", name, getattr(self, name), ok, want)
@@ -163,8 +161,8 @@ def spec_for(arch: str, K: float, codebook: str, in_dtype: str, out_dtype: str, 
         raise ValueError(f"config {cfg}: cluster={cfg.cluster} shares the fp16 route's in-kernel prologue "
                          f"(NVIDIA sm_90+, xh=0, swap=0, fp16/bf16 activations); got {arch}, act_quant={act_quant}")
     if cfg.swap and not swap_allowed(cfg, vendor_of(arch), codebook, act_quant):
-        raise ValueError(f"config {cfg}: swap={cfg.swap} needs NVIDIA, a codebook in {SWAP_CODEBOOKS}, one m "
-                         f"tile and fp16/bf16 activations; got {arch}, {codebook}, act_quant={act_quant}")
+        raise ValueError(f"config {cfg}: swap=1 needs NVIDIA, a codebook in {SWAP_CODEBOOKS}, one m tile "
+                         f"and fp16/bf16 activations; got {arch}, {codebook}, act_quant={act_quant}")
     op = "fused_i8" if act_quant == "int8" else "fused"
     return KernelSpec.make(op, arch, K=K, codebook=codebook, in_dtype=in_dtype, out_dtype=out_dtype,
                            tile=cfg.tile())
@@ -176,12 +174,12 @@ def has_clusters(arch: str) -> bool:
 
 
 SWAP_CODEBOOKS = ("mcg", "3inst", "mul1")
-# Every call of up to SWAP_MAX_M rows takes the swapped route (one n8 token group of the unit, 2
-# instructions per trellis tile). M = 9..SWAP2_MAX_M take it where the configuration asks (swap=2,
-# tuned per problem): the unit's second token group doubles its work (4 instructions per tile, the
-# fp16 route's 2 per 8 output columns are as many) but the decode stays the swapped route's.
+# M = 9..16 would take the unit's second n8 token group (4 instructions per trellis tile instead of
+# the fp16 route's 2): measured 1.1-1.6x slower than the fp16 route on the H200 (every PERF.md shape,
+# benchmarks/RESULTS.md session 4) and again, with the A side bulk-copied from the words prep kernel,
+# 1.0-1.27x (the best swapped candidate of each of 24 M = 16 problems, session 28;
+# docs/experiments/s28-swap-two-token-groups.diff): the unit bounds it, so those M keep the fp16 route
 SWAP_MAX_M = 8
-SWAP2_MAX_M = 16
 
 
 def swap_allowed(cfg: FusedConfig, vendor: str, codebook: str, act_quant: Optional[str] = None) -> bool:
@@ -191,18 +189,12 @@ def swap_allowed(cfg: FusedConfig, vendor: str, codebook: str, act_quant: Option
 
 def swap_route(cfg: FusedConfig, vendor: str, codebook: str, M: int, act_quant: Optional[str] = None) -> FusedConfig:
     """The configuration a call runs: on NVIDIA, calls with M <= 8 (A side from the in-kernel
-    prologue, or with xh=1 bulk-copied from the words prep kernel) take the swapped fp16 route
-    (include/escha/matunit_mma.h, mma_sw) with one token group (swap=1), and calls with M = 9..16
-    of a configuration with swap > 0 take it with two (swap=2): each weight is a 32-bit word of
+    prologue, or with xh=1 bulk-copied from the words prep kernel) take the swapped fp16 route (include/escha/matunit_mma.h, mma_sw): each weight is a 32-bit word of
     two fp16 halves that the unit sums in fp32 against the token's half2 {x, x} (LCG codebooks: the
     codebook's own halves, no PRMT / HADD2 per weight; mul1: {1024 + B, -1534} from one IDP4A, the
     affine map to the weight applied once in the epilogue, no PRMT / HFMA2), the weights fill the
-    unit's 16-row side and the tokens its n8 side(s). Everything else runs the fp16 route (swap=0)."""
-    allowed = swap_allowed(cfg, vendor, codebook, act_quant)
-    if M <= SWAP_MAX_M:
-        want = int(allowed)
-    else:
-        want = 2 if allowed and cfg.swap and M <= SWAP2_MAX_M else 0
+    unit's 16-row side and the tokens its n8 side. Everything else keeps ``cfg``."""
+    want = int(M <= SWAP_MAX_M and swap_allowed(cfg, vendor, codebook, act_quant))
     return cfg if cfg.swap == want else dataclasses.replace(cfg, swap=want)
 
 

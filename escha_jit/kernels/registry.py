@@ -39,10 +39,9 @@ def fused_i8_default_configs(vendor: str = "nvidia") -> list:
 
 def with_swap(cfg, arch: str, codebook: str) -> list:
     """``cfg`` and, where calls of it may take the swapped fp16 route (fused.swap_route), its
-    one-token-group twin (calls of M <= 8): both are dispatched, so both are shipped. (A cfg with
-    swap=2 runs as itself at M = 9..16.)"""
+    swapped twin: both are dispatched, so both are shipped."""
     out = [cfg]
-    if cfg.swap != 1 and fused.swap_allowed(cfg, vendor_of(arch), codebook):
+    if fused.swap_allowed(cfg, vendor_of(arch), codebook):
         out.append(dataclasses.replace(cfg, swap=1))
     return out
 

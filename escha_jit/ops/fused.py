@@ -9,7 +9,7 @@ from typing import Optional
 import torch
 
 from ..kernels import prep
-from ..kernels.fused import (ARGS, COLS, I8_MAX_M, MAX_M, SMEM_BUDGET, SWAP2_MAX_M, ClusterSlots, FusedConfig, FusedLaunch,
+from ..kernels.fused import (ARGS, COLS, I8_MAX_M, MAX_M, SMEM_BUDGET, SWAP_MAX_M, ClusterSlots, FusedConfig, FusedLaunch,
                              check_act_quant, default_config, default_config_for, default_config_i8, default_launch, has_clusters, render_extra, smem_layout, spec_for,
                              swap_route, x_chunks)
 from ..kernels.registry import fused_fits
@@ -64,8 +64,8 @@ class _Scratch:
     def _prep(self, device: torch.device, M: int, IC: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The prep kernel's output bytes and int32 [M] exponents: one buffer for both layouts, grown
         by a call of M rows to what either layout needs at up to M rows (the words layout at most
-        SWAP2_MAX_M), so that warming a layer up at its largest M also covers its swapped calls."""
-        need = max(2 * M * IC, 4 * prep.buffer_words(min(M, SWAP2_MAX_M), IC))
+        SWAP_MAX_M), so that warming a layer up at its largest M also covers its swapped calls."""
+        need = max(2 * M * IC, 4 * prep.buffer_words(min(M, SWAP_MAX_M), IC))
         return self._grown("xh", device, "the prep buffer", ((need, torch.uint8, False), (M, torch.int32, False)))
 
     def xh(self, device: torch.device, M: int, IC: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -12,9 +12,8 @@
 // decodes its tiles straight into matrix-unit B fragments and accumulates MT m16 tiles of
 // output in fp32 with no further block barrier until the epilogue.
 // Routes (compile-time): the fp16 route above (XH: the A operand precomputed once per call by
-// the prep kernel instead); the swapped fp16 route (SW, NVIDIA, M <= 8, or M <= 16 with two token
-// groups: weights as the unit's 16-row operand, one 32-bit word of two fp16 halves per weight
-// against the token's {x, x}); the
+// the prep kernel instead); the swapped fp16 route (SW, NVIDIA, M <= 8: weights as the unit's
+// 16-row operand, one 32-bit word of two fp16 halves per weight against the token's {x, x}); the
 // opt-in int8 route (I8, mul1: hash bytes x int8 tokens, DOT: on the dot unit at M = 1).
 // On NVIDIA sm_90 the kernel is a programmatic dependent: it streams its first weight stages and
 // prefetches its scales into L2, then waits for the previous kernel (grid_dependency_wait) before
@@ -93,7 +92,7 @@ ESCHA_DEVICE void fill(E (&x)[N], T v) {
 }
 
 template <int K2, int CB, typename in_t, typename out_t, int WARPS, int MT, int RB, int STAGES, int TR_BYTES,
-          bool XH, bool I8 = false, bool DOT = false, int SW = 0, int CL = 1>
+          bool XH, bool I8 = false, bool DOT = false, bool SW = false, int CL = 1>
 struct FusedLinear {
     static constexpr int COLS = 128;                   // output columns per block (one Hadamard block)
     static constexpr int TILES_N = COLS / 16;           // 8 tile columns per block
@@ -119,9 +118,8 @@ struct FusedLinear {
     // so tokens 8..15 are never computed (matunit_mma.h mma_swapped); gfx12's unit always takes 16.
     static_assert(!I8 || MT == 1, "the int8 route takes one m tile (M <= 8)");
     static_assert(!DOT || I8, "the dot route is the int8 route's M = 1 variant");
-    // The swapped fp16 route (matunit_mma.h mma_sw), NVIDIA: SW = its n8 token groups (1: M <= 8,
-    // 2: M <= 16, kernels/fused.py swap_route), 0 = off.
-    static_assert(SW >= 0 && SW <= 2 && (!SW || (!I8 && MT == 1)), "swap: 1 or 2 token groups of one m tile, fp16 activations");
+    // The swapped fp16 route (matunit_mma.h mma_sw): M <= 8, NVIDIA.
+    static_assert(!SW || (!I8 && MT == 1), "swap: one m tile, fp16 activations");
 #if !defined(ESCHA_NVIDIA)
     static_assert(!SW, "the swapped route is NVIDIA's (gfx12's WMMA would take 2 instructions per tile)");
 #endif
@@ -596,9 +594,9 @@ struct FusedLinear {
     // the block's dequantisation factor of the row (|sum| <= 128 * 1020 * 127 < 2^24: exact).
     // (With SW the same loop runs the swapped fp16 route: two-half words instead of hashes, the f16
     // unit straight into the fp32 accumulators, no folding.)
-    // The int8 route serves M <= 8 (one n8 token group of the swapped unit, tokens 8..15 never
-    // computed); the swapped fp16 route takes SW token groups (SW = 2: M = 9..16, 4 instructions
-    // per tile, kernels/fused.py swap_route).
+    // Both routes serve M <= 8: one n8 token group of the swapped unit (tokens 8..15 of the unit
+    // never computed; at M = 9..16 the swapped fp16 route measured slower than the fp16 route on
+    // the H200, kernels/fused.py SWAP_MAX_M).
     template <typename Dec, typename LW>
     ESCHA_DEVICE static void main_loop_words(const Args& p, float (&acc)[MT][TPW][mu::ACC], const u32* xq, int xq_ld,
                                              const float* q_scale, const half_t* zero, const u32* src0,
@@ -704,16 +702,12 @@ struct FusedLinear {
                     // one per-step address, the step's slabs at compile-time offsets 64 r (rows >= M:
                     // inside the RB x 64 zero bytes): the offsets fold into the loads' immediates
                     const u32 slab = 64u * (u32)r;
-                    const u32 x0 = a_addr[a][0] + (u32)(step * RB) * a_step[a][0] + slab,
-                              x1 = a_addr[a][1] + (u32)(step * RB) * a_step[a][1] + slab;
-                    if constexpr (SW)
-                        mu::load_x_sw<SW>(xf, x0, x1);
-                    else
-                        mu::load_x_i8(xf, x0, x1);
+                    mu::load_x_i8(xf, a_addr[a][0] + (u32)(step * RB) * a_step[a][0] + slab,
+                                  a_addr[a][1] + (u32)(step * RB) * a_step[a][1] + slab);
                     #pragma unroll
                     for (int b = 0; b < TPW; ++b) {
                         if constexpr (SW)
-                            mu::mma_sw<SW>(acc[a][b], xf, bf[b]);
+                            mu::mma_sw(acc[a][b], xf, bf[b]);
                         else
                             mu::mma_i8(iacc[a][b], xf, bf[b]);
                     }

@@ -74,42 +74,30 @@ struct Decoder {
 // (pos_row/pos_col: rows 2t + (j&1) + 8((j>>1)&1), columns g + 8(j>>2), g = lane / 4) then form
 //   lo: A = {h0, h4, h1, h5} (rows g, g+8 of W^T at G = t, then at G = 4 + t), hi: {h2, h6, h3, h7}
 // and its token words {row 2t, 2t+1, 8+2t, 9+2t} of token g give B = {w0, w1} (lo), {w2, w3} (hi).
-struct XFragI8 { u32 v[2][4]; };                  // token groups 0..7 and 8..15 of the m tile (the int8
-                                                  // route and the swapped route at M <= 8 load only the first)
+struct XFragI8 { u32 v[1][4]; };                  // token group 0..7 of the m tile (M <= 8: the only one)
 struct BFragI8 { u32 w[8]; };                     // hashes of positions j = 0..7
 
 // Where the prologue stores x element k (0..15 of a 16-k slab): lane t = l%4 then loads the
 // words of rows 2t, 2t+1, 8+2t, 9+2t with one 16-byte load.
 ESCHA_DEVICE constexpr int i8_slot(int k) { return 4 * ((k >> 1) & 3) + 2 * (k >> 3) + (k & 1); }
-// This lane's x loads of an m tile (token row inside the tile, first word inside the slab): part p
-// is token g of the group 8p..8p+7 (the int8 route and the swapped route at M <= 8 compute part 0
-// only; gfx12's unit takes the slab's second k half as its part 1).
+// This lane's x loads of an m tile (token row inside the tile, first word inside the slab): part 0
+// is token g of the group 0..7 that the word routes compute (M <= 8); part 1 (tokens 8..15) is
+// never loaded here - gfx12's unit takes the slab's second k half there.
 ESCHA_DEVICE int i8_x_row(int lane, int part) { return (lane >> 2) + 8 * part; }
 ESCHA_DEVICE int i8_x_word(int lane, int /*part*/) { return 4 * (lane & 3); }
 
 ESCHA_DEVICE void load_x_i8(XFragI8& x, u32 addr0, u32 /*addr1*/) { lds128(x.v[0], addr0); }
-// The swapped fp16 route's x of TG token groups (1: M <= 8, 2: M <= 16)
-template <int TG>
-ESCHA_DEVICE void load_x_sw(XFragI8& x, u32 addr0, u32 addr1) {
-    static_assert(TG == 1 || TG == 2, "one or two n8 token groups");
-    lds128(x.v[0], addr0);
-    if constexpr (TG == 2) lds128(x.v[1], addr1);
-}
 
 // One trellis tile through the swapped unit: the relabelling above, for any instruction `op`
 // (d, A quad, b0, b1) whose k groups pair with 32-bit words. c[i], i < 4: accumulator i of the
-// 16x8 D^T tile of tokens 0..7; c[4..7]: that of tokens 8..15 with TG = 2 token groups (the same
-// A quads against the second group's x words: 4 instructions per tile), else they stay zero
-// (the int8 route serves M <= 8, kernels/fused.py I8_MAX_M).
-template <int TG = 1, typename T, typename Op>
+// 16x8 D^T tile of tokens 0..7; c[4..7] (tokens 8..15) stay zero: the word routes serve M <= 8
+// (kernels/fused.py SWAP_MAX_M, I8_MAX_M).
+template <typename T, typename Op>
 ESCHA_DEVICE void mma_swapped(T (&c)[ACC], const XFragI8& x, const BFragI8& w, Op op) {
     const u32 lo[4] = {w.w[0], w.w[4], w.w[1], w.w[5]}, hi[4] = {w.w[2], w.w[6], w.w[3], w.w[7]};
-    #pragma unroll
-    for (int t = 0; t < TG; ++t) {
-        T (&ct)[4] = *reinterpret_cast<T (*)[4]>(&c[4 * t]);
-        op(ct, lo, x.v[t][0], x.v[t][1]);
-        op(ct, hi, x.v[t][2], x.v[t][3]);
-    }
+    T (&c0)[4] = *reinterpret_cast<T (*)[4]>(&c[0]);
+    op(c0, lo, x.v[0][0], x.v[0][1]);
+    op(c0, hi, x.v[0][2], x.v[0][3]);
 }
 
 // The int8 route: u8 hash bytes x s8 token words, s32 sums.
@@ -117,14 +105,13 @@ ESCHA_DEVICE void mma_i8(int (&c)[ACC], const XFragI8& x, const BFragI8& b) {
     mma_swapped(c, x, b, [](int (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) { mma_16832_u8s8(d, a, b0, b1); });
 }
 
-// The swapped fp16 route (FusedConfig.swap: NVIDIA, TG = swap token groups of 8): the same operand
+// The swapped fp16 route (FusedConfig.swap: NVIDIA, M <= 8): the same operand
 // swap and relabelling with mma.m16n8k16 f16 -> f32, whose k groups are 2 halves instead of 4
 // bytes: a weight's word y = {lo, hi} (the codebook's two fp16 halves, value lo + hi) fills one
 // group, and the token's x word is the half2 {x, x}. No PRMT / HADD2 per weight, and the unit
 // adds lo + hi without the fp16 rounding of the decoded weight (<= half an fp16 ulp apart).
-template <int TG>
 ESCHA_DEVICE void mma_sw(float (&c)[ACC], const XFragI8& x, const BFragI8& y) {
-    mma_swapped<TG>(c, x, y, [](float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) { mma_16816(d, a, b0, b1); });
+    mma_swapped(c, x, y, [](float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) { mma_16816(d, a, b0, b1); });
 }
 
 // Token (row of y inside the m tile) and output column (inside the 16-column tile) of c[i]:

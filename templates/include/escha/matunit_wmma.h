@@ -77,13 +77,9 @@ ESCHA_DEVICE void mma_i8(int (&c)[ACC], const XFragI8& x, const BFragI8& b) {
 
 // The swapped fp16 route is NVIDIA's (fused.h static_asserts it away on gfx12, where the f16 WMMA
 // would take 2 instructions per tile for it); declared so the shared main loop names it.
-template <int TG, typename C>
+template <typename C>
 ESCHA_DEVICE void mma_sw(C&, const XFragI8&, const BFragI8&) {
     static_assert(sizeof(C) == 0, "no swapped fp16 route on gfx12");
-}
-template <int TG>
-ESCHA_DEVICE void load_x_sw(XFragI8&, u32, u32) {
-    static_assert(TG == 0, "no swapped fp16 route on gfx12");
 }
 
 // Token and output column of accumulator i: the f32 WMMA's D layout.
