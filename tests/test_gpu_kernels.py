@@ -351,10 +351,10 @@ def test_fused_tile_configs(cfg, launch, M, K, cb):
     # 16 waves in two K slices: a slice's steps skip the other's chunks (4 steps, chunks of 1 / 2)
     (F.FusedConfig(warps=16, m_tiles=1, rows_per_stage=8, stages=3, min_blocks=1, xh=1), F.FusedLaunch(2), 16),
 ])
-@pytest.mark.parametrize("chunks", [1, 3, 8])
+@pytest.mark.parametrize("chunks", [1, 2, 3, 8])
 def test_fused_xh_chunks_same_bits(cfg, launch, M, chunks, monkeypatch):
     """The fp16 route's A operand from the prep kernel arrives in x_chunks bulk-copied chunks
-    (sm_90; kernels.fused.x_chunks picks 1 or 8 by the grid's waves): any chunk count gives the
+    (sm_90; kernels.fused.x_chunks picks 8 or 2 by the grid's waves): any chunk count gives the
     bits of one chunk, and both are within the reference's band."""
     w = _layer(1024, 512, 3.0, "mcg", 31)
     x = torch.randn(M, 1024, device=DEV).half()

@@ -33,6 +33,13 @@ def test_swapped_spec_with_prep_kernel_renders_the_expansion():
         fused.spec_for("gfx1201", 2.0, "mul1", "f16", "f16", cfg)
 
 
+def test_xh_chunks_by_waves():
+    """The prep kernel's A operand (xh=1, sm_90) comes in XH_CHUNKS chunks where every block of
+    the launch is resident at once, else in 2 (H200, 8192x28672 M = 16: RESULTS.md session 28)."""
+    assert fused.x_chunks(128, 132) == fused.x_chunks(132, 132) == fused.XH_CHUNKS == 8
+    assert fused.x_chunks(133, 132) == fused.x_chunks(896, 264) == 2
+
+
 def test_sixteen_waves_are_two_k_slices_of_the_fp16_route():
     cfg = fused.FusedConfig(warps=16, rows_per_stage=8, stages=3, min_blocks=1, xh=1)
     eight = fused.FusedConfig(warps=8, rows_per_stage=8, stages=3, min_blocks=1, xh=1)

@@ -111,9 +111,10 @@ XH_CHUNKS = 8          # include/escha/fused.h FusedLinear::XCHUNKS: most A chun
 def x_chunks(blocks: int, resident: int) -> int:
     """A chunks of an xh=1 launch (sm_90): in one wave (blocks <= resident slots) every block copies
     x at once and the main loop starts on the first chunk; with more waves a block's copy overlaps
-    the other resident blocks' main loops anyway, and one chunk measured faster there (8192x28672
-    M = 16, benchmarks/RESULTS.md session 12)."""
-    return XH_CHUNKS if blocks <= resident else 1
+    the other resident blocks' main loops in part, and two chunks measured fastest there (8192x28672
+    M = 16, 64 KB of x per block: 2 chunks 0.981-0.992x the time of 1, 4 chunks 0.993-1.014x,
+    8 chunks 1.064-1.070x; benchmarks/RESULTS.md sessions 12 and 28)."""
+    return XH_CHUNKS if blocks <= resident else 2
 
 
 def smem_layout(cfg: FusedConfig, K: float, M: int, kr: int, i8: bool = False) -> SmemLayout:
