@@ -267,6 +267,29 @@ def test_fused_padded_dims_and_bias():
     _check_linear(fused_default, 3.0, "mul1", 3, torch.float16, IC=200, OC=300, bias=True, escha=False)
 
 
+@pytest.mark.parametrize("escha,bias", [(True, True), (True, False), (False, True), (False, False)])
+@pytest.mark.parametrize("cfg", [
+    F.FusedConfig(warps=4, m_tiles=1, rows_per_stage=8, stages=3),             # ring >= the factors: staged
+    F.FusedConfig(warps=8, m_tiles=1, rows_per_stage=16, stages=2, xh=1),
+    F.FusedConfig(warps=2, m_tiles=1, rows_per_stage=1, stages=2),             # 2 waves: read from global
+], ids=["w4", "w8xh", "w2"])
+def test_fused_output_factors(escha, bias, cfg):
+    """The output factors (rout, s_out, bias; s_out and bias optional) as the epilogue reads them:
+    staged in shared memory after the main loop (fused.h stage_factors) or, for configurations
+    without that, from global memory; every block finishing its own rows (S = 1) and the last block
+    of each column group (split-K), at the swapped route's M and the fp16 route's."""
+    w = _layer(1024, 384, 3.0, "mcg", 21, bias=bias, escha=escha)
+    ref_w = R.dense_weight(w.to("cpu"))
+    for M in (1, 12):
+        x = torch.randn(M, 1024, device=DEV).half()
+        ref = x.double().cpu() @ ref_w
+        if w.bias is not None:
+            ref += w.bias.double().cpu()
+        for S in (1, 4):
+            y = F.fused_linear(x, w, cfg=cfg, launch=F.FusedLaunch(S))
+            assert rel_rms(y, ref) < TOL[torch.float16], (escha, bias, cfg, M, S)
+
+
 @pytest.mark.parametrize("cb", ["mcg", "mul1"])
 @pytest.mark.parametrize("M", [4, 12])
 @pytest.mark.parametrize("xh", [0, 1])

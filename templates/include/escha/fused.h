@@ -135,6 +135,12 @@ struct FusedLinear {
     // XH on sm_90: the A operand arrives in at most XCHUNKS chunks of whole steps (Args::x_chunks;
     // kernels/fused.py smem_layout: 8 bytes of mbarrier per chunk after the zero bytes)
     static constexpr int XCHUNKS = 8;
+    // The output factors of the block's COLS columns (s_out, bias as fp32, rout as fp16) are copied
+    // into the trellis ring once the main loop is done with it (where it is large enough), while the
+    // block stages and publishes its sums: the finishing block then reads them from shared memory,
+    // not with a memory round trip after the split-K partials' (stage_factors, store_rows).
+    static constexpr int FACTOR_BYTES = COLS * (4 + 4 + 2);
+    static constexpr bool STAGED_FACTORS = HAS_ASYNC_COPY && TR_BYTES >= FACTOR_BYTES && WARPS >= 4;
     // halves per row of A chunk c (the last one may be shorter)
     ESCHA_DEVICE static int chunk_halves(int c, int steps, int chunk_steps) {
         return min(chunk_steps, steps - c * chunk_steps) * 16 * RB;
@@ -249,7 +255,7 @@ struct FusedLinear {
         }
         // The layer's scales do not depend on the previous kernel either: fetch the block's rin /
         // s_in (its K range; the prep kernel's, not ours, with XH) and rout / s_out / bias (its
-        // columns) into L2 now, so that the prologue and the finishing block do not wait for HBM
+        // columns) into L2 now, so that the prologue and the epilogue do not wait for HBM
         if constexpr (!XH) {
             prefetch_l2_range(p.rin + k_begin, 2 * p.k_split, threadIdx.x, blockDim.x);
             if (p.s_in) prefetch_l2_range(p.s_in + k_begin, 4 * p.k_split, threadIdx.x, blockDim.x);
@@ -466,6 +472,11 @@ struct FusedLinear {
         }   // not I8
         async_wait<0>();
         __syncthreads();
+        // the ring is free: the output factors into it, in flight while the block stages its sums
+        // (addressed from red, which follows the ring in kernels/fused.py smem_layout: a pointer of
+        // its own, live across the main loop, spilled 16-wave kernels at their 128 registers)
+        float* const f_s_out = red - TR_BYTES / 4;
+        if constexpr (STAGED_FACTORS) stage_factors(p, reinterpret_cast<u32*>(f_s_out));
         // the swapped route's mul1 sums from the prep kernel (copied in with the first stage): totals
         if constexpr (XH && SW && CB == CB_MUL1) row_totals(p, q_scale, 1.f);
         ESCHA_TRACE(3);                                      // main loop done (all waves)
@@ -495,6 +506,7 @@ struct FusedLinear {
                     if (kslice == ks) stage_rows<true>(red, acc[a], row_exp + 16 * a, lane, wcol);
                 }
             }
+            if (S == 1 && STAGED_FACTORS) async_wait<0>();  // the output factors (read by store_rows)
             __syncthreads();
             if (S > 1) {                                    // partial -> workspace [S][M][OC]
                 for (int t = threadIdx.x; t < 16 * COLS / 4; t += blockDim.x) {
@@ -504,7 +516,7 @@ struct FusedLinear {
                             *reinterpret_cast<const f32x4*>(red + r * RED_LD + c);
                 }
             } else {
-                store_rows(p, red, 16 * a, lane, wave);
+                store_rows(p, red, f_s_out, 16 * a, lane, wave);
             }
             __syncthreads();
         }
@@ -517,7 +529,10 @@ struct FusedLinear {
         if (threadIdx.x == 0) *flag = atomic_add_acq_rel(p.counters + g, 1) == S - 1;
         __syncthreads();
         ESCHA_TRACE(5);                                      // counter bumped
-        if (!*flag) return;                                 // not the last block of this column group
+        if (!*flag) {                                       // not the last block of this column group
+            if constexpr (STAGED_FACTORS) async_wait<0>();  // (no copy into shared memory outlives the block)
+            return;
+        }
         partials_acquire();
         for (int m0 = 0; m0 < p.M; m0 += 16) {
             for (int t = threadIdx.x; t < 16 * COLS / 4; t += blockDim.x) {
@@ -531,8 +546,9 @@ struct FusedLinear {
                     }
                 *reinterpret_cast<f32x4*>(red + r * RED_LD + c) = sum;
             }
+            if constexpr (STAGED_FACTORS) async_wait<0>();  // the output factors (read by store_rows)
             __syncthreads();
-            store_rows(p, red, m0, lane, wave);
+            store_rows(p, red, f_s_out, m0, lane, wave);
             __syncthreads();
         }
         if (threadIdx.x == 0) p.counters[g] = 0;            // ready for the next call
@@ -928,15 +944,41 @@ struct FusedLinear {
             }
     }
 
-    // Rows m0..m0+15 (< M) of shared [16][COLS] -> output Hadamard, scales, bias -> y.
-    ESCHA_DEVICE static void store_rows(const Args& p, const float* red, int m0, int lane, int wave) {
-        const int g = blockIdx.x;
+    // The block's output factors into shared memory at f (s_out [COLS], bias [COLS] as fp32, then
+    // rout [COLS] fp16; absent ones not copied), asynchronously: waited for before store_rows.
+    ESCHA_DEVICE static void stage_factors(const Args& p, u32* f) {
+        const int col0 = blockIdx.x * COLS;
+        const int i = threadIdx.x;
+        const float* s_out = opaque_ptr(p.s_out);
+        const float* bias = opaque_ptr(p.bias);
+        static_assert(COLS <= 4 * ESCHA_WAVE, "4 waves or more stage the factors in one round");
+        if (WARPS >= 4 && i < COLS) {
+            if (s_out) async_copy4(smem_addr(f + i), s_out + col0 + i);
+            if (bias) async_copy4(smem_addr(f + COLS + i), bias + col0 + i);
+            if (2 * i < COLS) async_copy4(smem_addr(f + 2 * COLS + i), p.rout + col0 + 2 * i);
+        }
+        async_commit();
+    }
+
+    // Rows m0..m0+15 (< M) of shared [16][COLS] -> output Hadamard, scales, bias -> y. The output
+    // factors come from their shared copy (f_s_out, see stage_factors) or, without one, from global
+    // memory; per row either way (loaded once per call, ptxas kept them in registers across the
+    // finishing block's unrolled partial loads, the register peak of some kernels: +8..+24).
+    ESCHA_DEVICE static void store_rows(const Args& p, const float* red, const float* f_s_out, int m0, int lane,
+                                        int wave) {
+        const int c = 4 * lane;
+        const float* s_out = opaque_ptr(p.s_out);
+        const float* bias = opaque_ptr(p.bias);
         for (int r = wave; r < 16 && m0 + r < p.M; r += WARPS) {
             float v[4];
             #pragma unroll
-            for (int i = 0; i < 4; ++i) v[i] = red[r * RED_LD + 4 * lane + i];
-            finish_row128(v, lane, HAD128_SCALE, g * COLS, p.rout, p.s_out, p.bias, p.out_valid, p.y,
-                          (long long)(m0 + r) * p.ldy);
+            for (int i = 0; i < 4; ++i) v[i] = red[r * RED_LD + c + i];
+            const OutFactors f = STAGED_FACTORS
+                ? out_factors(c, reinterpret_cast<const half_t*>(f_s_out + 2 * COLS), s_out ? f_s_out : nullptr,
+                              bias ? f_s_out + COLS : nullptr)
+                : out_factors(blockIdx.x * COLS + c, p.rout, s_out, bias);
+            finish_row128(v, lane, HAD128_SCALE, f, s_out != nullptr, bias != nullptr, blockIdx.x * COLS + c,
+                          p.out_valid, p.y, (long long)(m0 + r) * p.ldy);
         }
     }
 };

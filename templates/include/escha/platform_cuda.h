@@ -208,6 +208,13 @@ ESCHA_DEVICE void grid_dependents_launch() {
     asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
 #endif
 }
+// p, as an optimiser barrier (no instruction): a test of p after it is made anew, not kept from
+// one before a long loop (ptxas spilled such a predicate of a 128-register kernel).
+template <typename T>
+ESCHA_DEVICE T* opaque_ptr(T* p) {
+    asm volatile("" : "+l"(p));
+    return p;
+}
 // Fetch the 128-byte line holding addr into L2 (no register written, nothing waited for). For the
 // layer's own data (scales), issued before grid_dependency_wait: a load after the wait then hits
 // L2 instead of paying an HBM miss on the critical path.

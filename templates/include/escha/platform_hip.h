@@ -134,6 +134,9 @@ ESCHA_DEVICE void grid_dependency_wait() {}
 ESCHA_DEVICE void grid_dependents_launch() {}
 // Nothing to hide an L2 prefetch behind (no dependent launch: the loads follow at once).
 ESCHA_DEVICE void prefetch_l2(const void*) {}
+// p (fused.h needs the optimiser barrier of platform_cuda.h's opaque_ptr only on NVIDIA)
+template <typename T>
+ESCHA_DEVICE T* opaque_ptr(T* p) { return p; }
 
 // No thread block clusters on RDNA (the fused kernel's CL > 1 is NVIDIA's; fused.h static_asserts
 // it): these only let the shared source compile.
