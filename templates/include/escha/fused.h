@@ -951,8 +951,8 @@ struct FusedLinear {
         const int i = threadIdx.x;
         const float* s_out = opaque_ptr(p.s_out);
         const float* bias = opaque_ptr(p.bias);
-        static_assert(COLS <= 4 * ESCHA_WAVE, "4 waves or more stage the factors in one round");
-        if (WARPS >= 4 && i < COLS) {
+        static_assert(COLS <= 4 * ESCHA_WAVE, "4 waves or more (STAGED_FACTORS) stage the factors in one round");
+        if (i < COLS) {
             if (s_out) async_copy4(smem_addr(f + i), s_out + col0 + i);
             if (bias) async_copy4(smem_addr(f + COLS + i), bias + col0 + i);
             if (2 * i < COLS) async_copy4(smem_addr(f + 2 * COLS + i), p.rout + col0 + 2 * i);

@@ -95,15 +95,4 @@ ESCHA_DEVICE void finish_row128(float (&v)[4], int lane, float scale, const OutF
     }
 }
 
-// The same for a single row: the scales and bias are loaded first, all 12 together and before any
-// store to y (loaded per element between the stores, each element waited one memory latency on
-// the last block's critical path).
-template <typename out_t>
-ESCHA_DEVICE void finish_row128(float (&v)[4], int lane, float scale, int col0, const half_t* rout,
-                                const float* s_out, const float* bias, int out_valid, out_t* y, long long row_off) {
-    const int c = col0 + 4 * lane;
-    finish_row128(v, lane, scale, out_factors(c, rout, s_out, bias), s_out != nullptr, bias != nullptr, c, out_valid,
-                  y, row_off);
-}
-
 }  // namespace escha
