@@ -18,6 +18,8 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from escha_jit.autotune.api import GRID_AXES, tune  # noqa: E402
+from escha_jit.autotune.measure import Problem  # noqa: E402
+from escha_jit.autotune.reg_levels import refine  # noqa: E402
 from escha_jit.autotune.shapes import LayerShape  # noqa: E402
 from escha_jit.autotune.table import TuningTable  # noqa: E402
 from escha_jit.synth import DEFAULT_RATES, llama_config, projection_shapes  # noqa: E402
@@ -48,6 +50,9 @@ def main(argv=None):
                     "(default: the PERF.md shapes and the test checkpoints')")
     ap.add_argument("--onto", default="", help="a table (e.g. the shipped tuning/sm_90.json) that --out is this "
                     "run's entries merged onto: re-tune some buckets, keep the rest")
+    ap.add_argument("--levels-only", default="", metavar="TABLE",
+                    help="search nothing: try the ptxas register-usage levels (escha_jit/autotune/reg_levels.py) "
+                         "on TABLE's entries of the selected problems, and write TABLE with the winners to --out")
     for axis in GRID_AXES:
         ap.add_argument(f"--{axis.replace('_', '-')}", default="",
                         help=f"comma-separated values of the search grid's {axis} axis (default: escha_jit's)")
@@ -66,6 +71,8 @@ def main(argv=None):
         if not todo:
             ap.error(f"--codebooks {args.codebooks}: no tuned shape has these")
     t0 = time.perf_counter()
+    if args.levels_only:
+        return levels_only(args, todo, [dt[d] for d in args.dtypes.split(",")], t0)
     rep = tune(None, shapes=todo, m_buckets=[int(b) for b in args.buckets.split(",")],
                dtypes=[dt[d] for d in args.dtypes.split(",")], budget_s=args.budget, save=True, progress=True,
                grid=grid)
@@ -77,6 +84,21 @@ def main(argv=None):
     with open(args.report, "w") as f:
         json.dump(dict(seconds=time.perf_counter() - t0, arch=rep.arch, gpu=torch.cuda.get_device_name(),
                        rows=[r.__dict__ for r in rep.rows]), f, indent=1)
+
+
+def levels_only(args, todo, dtypes, t0) -> None:
+    table = TuningTable.load(args.levels_only)
+    problems = [Problem(s.IC, s.OC, s.K, s.codebook, int(b), d)
+                for s in todo for d in dtypes for b in args.buckets.split(",")]
+    rows = refine(table, problems)
+    for r in rows:
+        lv = " ".join(f"rl{k} {v:7.2f}" for k, v in sorted(r.level_us.items()))
+        print(f"{r.key:<44} base {r.base_us:7.2f}  {lv}  -> {'kept' if r.chosen < 0 else f'rl{r.chosen}'}")
+    print(f"{sum(r.chosen >= 0 for r in rows)} of {len(rows)} entries take a level")
+    table.save(args.out)
+    with open(args.report, "w") as f:
+        json.dump(dict(seconds=time.perf_counter() - t0, gpu=torch.cuda.get_device_name(),
+                       rows=[r.__dict__ for r in rows]), f, indent=1)
 
 
 if __name__ == "__main__":

@@ -54,8 +54,12 @@ def toolchain_for(arch: str, prefer: Optional[str] = None) -> Toolchain:
 
 
 def compile_options(spec: KernelSpec) -> list[str]:
-    """Options every kernel of a vendor gets (part of the cache key)."""
-    return ["-O3"] if spec.vendor == "amd" else []
+    """Compiler options of ``spec`` (part of the cache key): every kernel of a vendor's, and on
+    NVIDIA the ptxas register-usage level a fused config may name (kernels.fused.FusedConfig)."""
+    if spec.vendor == "amd":
+        return ["-O3"]
+    level = spec.params.get("reg_level", -1)
+    return [f"--ptxas-options=--register-usage-level={level}"] if level >= 0 else []
 
 
 PORTABLE = "portable"

@@ -155,7 +155,8 @@ def test_read_table_none_where_missing_or_unreadable(tmp_path, caplog):
 
 @pytest.mark.parametrize("field,value", [("warps", 3), ("warps", 32), ("m_tiles", 0), ("rows_per_stage", 0),
                                          ("stages", 1), ("min_blocks", 0), ("xh", 2), ("swap", -1), ("diag", 5),
-                                         ("stages", 2.0), ("stages", "2"), ("warps", True)])
+                                         ("stages", 2.0), ("stages", "2"), ("warps", True), ("reg_level", 11),
+                                         ("reg_level", -2)])
 def test_fused_config_rejects_out_of_range(field, value):
     with pytest.raises(ValueError, match=f"FusedConfig.{field}="):
         FusedConfig(**{field: value})
@@ -417,3 +418,24 @@ def test_untuned_choice_is_shipped_and_launchable(M, IC, OC):
 def test_parse_key_inverts_entry_key(K, cb, IC, OC, dt, M):
     from escha_jit.autotune.table import entry_key, m_bucket, parse_key
     assert parse_key(entry_key("fused", K, cb, IC, OC, dt, M)) == ("fused", K, cb, IC, OC, dt, m_bucket(M))
+
+
+def test_reg_level_reaches_ptxas_and_only_nvidia(tmp_path):
+    """FusedConfig.reg_level names its kernel, becomes ptxas' --register-usage-level (in the
+    options, so in the cache key), is refused for AMD, and a table keeps entries without it as
+    they were (no reg_level key) and with it as tuned."""
+    from escha_jit.autotune.candidates import Candidate
+    from escha_jit.jit import compile_options
+    from escha_jit.kernels.fused import spec_for
+    cfg = FusedConfig(warps=8, rows_per_stage=8, stages=3, min_blocks=2, xh=1)
+    plain, tuned = (spec_for("sm_90", 3.0, "mcg", "f16", "f16", c) for c in (cfg, FusedConfig(**{**cfg.__dict__, "reg_level": 10})))
+    assert compile_options(plain) == [] and compile_options(tuned) == ["--ptxas-options=--register-usage-level=10"]
+    assert "reg_level10" in tuned.kernel_name() and "reg_level" not in plain.kernel_name()
+    assert Candidate(tuned_cfg := FusedConfig(**{**cfg.__dict__, "reg_level": 0}), FusedLaunch(4)).key().endswith("_rl0_S4")
+    with pytest.raises(ValueError, match="reg_level=0 is a hint to NVIDIA's ptxas; got gfx1201"):
+        spec_for("gfx1201", 3.0, "mcg", "f16", "f16", tuned_cfg)
+    t = TuningTable({}, {"a": Entry(cfg, FusedLaunch(4), 1.0), "b": Entry(tuned_cfg, FusedLaunch(4), 1.0)})
+    t.save(str(tmp_path / "t.json"))
+    raw = json.load(open(tmp_path / "t.json"))["entries"]
+    assert "reg_level" not in raw["a"]["config"] and raw["b"]["config"]["reg_level"] == 0
+    assert TuningTable.load(str(tmp_path / "t.json")).entries["b"].cfg == tuned_cfg

@@ -118,3 +118,25 @@ def test_unchecked_names_the_missing_disassembler(monkeypatch):
     monkeypatch.setattr(sass, "find_cuobjdump", lambda: None)
     assert offline.unchecked("sm_90") == "SASS not checked: cuobjdump not found (pip install 'escha_jit[sass]')"
     assert offline.unchecked("gfx1201") is None
+
+
+def test_reg_level_changes_the_allocation(tmp_path):
+    """FusedConfig.reg_level reaches ptxas: the same kernel source at level 0 gets another
+    allocation than at ptxas' default (a 16-wave K2 mcg kernel of the shipped table: 108 and 100
+    registers with NVRTC 13.5, session 30) and another SASS, with no spills either way."""
+    from escha_jit.cache import KernelCache
+    from escha_jit.jit import compile_spec
+    from escha_jit.toolchain.sass import disassemble
+    cache = KernelCache(str(tmp_path))
+    cfg = fused.FusedConfig(warps=16, m_tiles=1, rows_per_stage=16, stages=2, min_blocks=1, xh=1)
+    res, sass = [], []
+    for c in (cfg, fused.FusedConfig(**{**cfg.__dict__, "reg_level": 0})):
+        spec = fused.spec_for("sm_90", 2.0, "mcg", "bf16", "bf16", c)
+        entry = compile_spec(spec, fused.render_extra(spec), cache=cache)
+        res.append(entry.code.resources[spec.kernel_name()])
+        if find_cuobjdump():
+            sass.append(disassemble(entry.code.binary).replace(spec.kernel_name(), "K"))
+    assert all(not r.get("spill_bytes") for r in res), res
+    assert res[1]["registers"] < res[0]["registers"], res
+    if sass:
+        assert sass[0] != sass[1]

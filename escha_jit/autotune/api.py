@@ -104,12 +104,13 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
          dtypes: Sequence[torch.dtype] = (torch.float16,), budget_s: float = 20.0,
          device: Optional[torch.device] = None, save: bool = True, progress: bool = True,
          shapes: Optional[Iterable[LayerShape]] = None,
-         grid: Optional[Mapping[str, Sequence[int]]] = None) -> TuneReport:
+         grid: Optional[Mapping[str, Sequence[int]]] = None, levels: bool = True) -> TuneReport:
     """Measure and record the best fused-kernel configuration of every (shape, dtype, M bucket)
     of the model's coded projections. Writes the user table in the cache dir (it wins over the
     shipped one) after every problem, so an interrupted run keeps what it measured, unless ``save``
     is False. ``budget_s`` bounds each problem's search; ``grid``
-    widens or narrows the searched axes (see tune_grid)."""
+    widens or narrows the searched axes (see tune_grid). On NVIDIA each winner is then tried at
+    a few ptxas register-usage levels (autotune/reg_levels.py) unless ``levels`` is False."""
     search = tune_grid(grid)
     from .measure import FusedTimer, Problem, candidate_specs, usable
     t_start = time.perf_counter()
@@ -166,6 +167,16 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
         bar.update(key)
         del timer
         torch.cuda.empty_cache()
+    if levels:
+        from .reg_levels import refine
+        won = {r.key: r for r in refine(table, [p for p, _, _ in timers], dev, progress=progress) if r.chosen >= 0}
+        for r in rows:
+            if r.key in won:
+                e = table.entries[r.key]
+                r.best, r.best_us = Candidate(e.cfg, e.launch).key(), e.us
+        if save:
+            base.merged(table).save(path)
+            tables().invalidate()
     return TuneReport(arch, rows, path, time.perf_counter() - t_start)
 
 

@@ -24,7 +24,8 @@ class Candidate:
     def key(self) -> str:
         c, l = self.cfg, self.launch
         cl = f"_c{c.cluster}" if c.cluster > 1 else ""
-        return f"w{c.warps}_mt{c.m_tiles}_r{c.rows_per_stage}_s{c.stages}_b{c.min_blocks}_x{c.xh}{cl}_S{l.splits}"
+        rl = f"_rl{c.reg_level}" if c.reg_level >= 0 else ""
+        return f"w{c.warps}_mt{c.m_tiles}_r{c.rows_per_stage}_s{c.stages}_b{c.min_blocks}_x{c.xh}{cl}{rl}_S{l.splits}"
 
 
 def _divisors(n: int) -> list[int]:

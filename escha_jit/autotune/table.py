@@ -83,6 +83,8 @@ class Entry:
 def _cfg_json(cfg: FusedConfig) -> dict:
     d = dataclasses.asdict(cfg)
     d.pop("diag", None)
+    if d.get("reg_level") == -1:                 # ptxas' default: entries tuned without the axis read the same
+        del d["reg_level"]
     return d
 
 

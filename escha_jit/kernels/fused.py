@@ -63,6 +63,10 @@ class FusedConfig:
     cluster: int = 1          # NVIDIA sm_90, fp16 route with the in-kernel prologue (xh=0): blocks of
                               # `cluster` column groups launched as one thread block cluster, which
                               # split the prologue's rotation and share its result (OC/128 % cluster == 0)
+    reg_level: int = -1       # NVIDIA: ptxas's --register-usage-level hint (0..10; -1: not passed, ptxas'
+                              # default). The same code, allocated and scheduled differently: the same main
+                              # loop ran -6 %..+6 % per kernel with ptxas's schedule alone (benchmarks/
+                              # RESULTS.md sessions 29, 30), so the tuner tries levels on each winner
 
     def __post_init__(self):
         # a bad value would otherwise surface as a static_assert of the kernel source at compile time
@@ -73,12 +77,13 @@ class FusedConfig:
                                  ("stages", (lambda v: v >= 2, ">= 2 (the ring streams stages - 1 steps ahead)")),
                                  ("min_blocks", (lambda v: v >= 1, ">= 1")), ("xh", flag), ("dot", flag), ("swap", flag),
                                  ("cluster", (lambda v: v in (1, 2, 4, 8), "1, 2, 4 or 8")),
+                                 ("reg_level", (lambda v: -1 <= v <= 10, "0..10, or -1 (ptxas' default)")),
                                  ("diag", (lambda v: 0 <= v <= 4, "0..4"))):
             _check_field("FusedConfig", name, getattr(self, name), ok, want)
 
     def tile(self) -> dict:
         d = dataclasses.asdict(self)
-        for opt, off in (("diag", 0), ("dot", 0), ("swap", 0), ("cluster", 1)):   # off: not part of the spec
+        for opt, off in (("diag", 0), ("dot", 0), ("swap", 0), ("cluster", 1), ("reg_level", -1)):   # off: not part of the spec
             if d[opt] == off:                                                 # (keys stay as they were)
                 del d[opt]
         return d
@@ -164,6 +169,8 @@ def spec_for(arch: str, K: float, codebook: str, in_dtype: str, out_dtype: str, 
     if cfg.swap and not swap_allowed(cfg, vendor_of(arch), codebook, act_quant):
         raise ValueError(f"config {cfg}: swap=1 needs NVIDIA, a codebook in {SWAP_CODEBOOKS}, one m tile "
                          f"and fp16/bf16 activations; got {arch}, {codebook}, act_quant={act_quant}")
+    if cfg.reg_level >= 0 and vendor_of(arch) != "nvidia":
+        raise ValueError(f"config {cfg}: reg_level={cfg.reg_level} is a hint to NVIDIA's ptxas; got {arch}")
     op = "fused_i8" if act_quant == "int8" else "fused"
     return KernelSpec.make(op, arch, K=K, codebook=codebook, in_dtype=in_dtype, out_dtype=out_dtype,
                            tile=cfg.tile())
