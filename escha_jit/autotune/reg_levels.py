@@ -19,12 +19,13 @@ import torch
 from ..offline import compile_all
 from ..ops.common import DTYPE_NAMES, arch_of
 from ..progress import Progress
+from ..spec import vendor_of
 from .candidates import Candidate
 from .measure import FusedTimer, Problem, candidate_specs
 from .table import Entry, TuningTable, entry_key
 
 log = logging.getLogger(__name__)
-LEVELS = (0, 10)        # ptxas' default is 5; 0-2 and 8-10 gave the two other schedules seen (session 30)
+LEVELS = (0, 10)        # ptxas' default is 5; levels 0-3 and 6-10 gave the only two other schedules (session 30)
 MARGIN = 0.01           # a variant must beat the winner by more than this (timing noise is ~0.5 %)
 ROUNDS = 3              # interleaved rounds; a candidate's time is the median of its round medians
 
@@ -44,7 +45,7 @@ def refine(table: TuningTable, problems: Sequence[Problem], device: Optional[tor
     wins by more than ``margin``. A variant that fails to compile or spills is not timed."""
     dev = device or torch.device("cuda")
     arch = arch_of(dev)
-    if not arch.startswith("sm_"):
+    if vendor_of(arch) != "nvidia":
         return []
     work = []
     for p in problems:
@@ -77,6 +78,7 @@ def refine(table: TuningTable, problems: Sequence[Problem], device: Optional[tor
             extra = {**e.extra, "reg_level_us": {str(c.cfg.reg_level): round(us[c], 3) for c in times}}
             table.entries[key] = Entry(best.cfg, best.launch, us[best], extra)
             chosen = best.cfg.reg_level
+            log.info("tune %s: ptxas register-usage level %d, %.2f us against %.2f us", p, chosen, us[best], us[base])
         rows.append(LevelRow(key, us[base], {c.cfg.reg_level: us[c] for c in ok}, chosen))
         bar.update(key)
         del timer
