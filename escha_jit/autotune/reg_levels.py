@@ -76,7 +76,10 @@ def refine(table: TuningTable, problems: Sequence[Problem], device: Optional[tor
         if best is not None and us[best] < (1 - margin) * us[base]:
             e = table.entries[key]
             extra = {**e.extra, "reg_level_us": {str(c.cfg.reg_level): round(us[c], 3) for c in times}}
-            table.entries[key] = Entry(best.cfg, best.launch, us[best], extra)
+            # the entry's time scaled by the gain measured here: its other figures (heuristic_us,
+            # runner_up) come from the tuning run, whose clock this run may not share
+            scaled = e.us * us[best] / us[base] if e.us else us[best]
+            table.entries[key] = Entry(best.cfg, best.launch, scaled, extra)
             chosen = best.cfg.reg_level
             log.info("tune %s: ptxas register-usage level %d, %.2f us against %.2f us", p, chosen, us[best], us[base])
         rows.append(LevelRow(key, us[base], {c.cfg.reg_level: us[c] for c in ok}, chosen))
