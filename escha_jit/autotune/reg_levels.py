@@ -21,7 +21,7 @@ from ..ops.common import DTYPE_NAMES, arch_of
 from ..progress import Progress
 from ..spec import vendor_of
 from .candidates import Candidate
-from .measure import FusedTimer, Problem, candidate_specs
+from .measure import FusedTimer, Problem, candidate_specs, usable
 from .table import Entry, TuningTable, entry_key
 
 log = logging.getLogger(__name__)
@@ -59,12 +59,12 @@ def refine(table: TuningTable, problems: Sequence[Problem], device: Optional[tor
     specs = {}
     for p, _, base, variants in work:
         specs.update(dict(candidate_specs(arch, p.K, p.codebook, DTYPE_NAMES[p.dtype], [base, *variants])))
-    bad = {r.spec for r in compile_all(arch, specs=list(specs.items()), jobs=os.cpu_count()) if not r.ok}
+    unusable = {r.spec: r.error or "; ".join(r.problems)
+                for r in compile_all(arch, specs=list(specs.items()), jobs=os.cpu_count()) if not r.ok}
     rows = []
     bar = Progress(len(work), "tune: ptxas levels", enabled=progress)
     for p, key, base, variants in work:
-        ok = [v for v in variants if not any(str(s) in bad for s, _ in
-                                              candidate_specs(arch, p.K, p.codebook, DTYPE_NAMES[p.dtype], [v]))]
+        ok = usable(arch, p, variants, unusable)
         timer = FusedTimer(p, dev)
         times: dict = {c: [] for c in [base, *ok]}
         for _ in range(ROUNDS):
