@@ -1,0 +1,213 @@
+"""SM clock, board power and per-call time of decode cases, in the benchmark's short bursts and
+sustained for seconds (NVIDIA; nvidia-smi samples the card in the background). Prints a table and
+writes JSON.
+
+Why: bench_linear.py times each case in ~10-50 ms bursts (20 graph replays). An H200 that runs an
+integer-bound kernel for seconds may hold a lower clock than it does in a burst (its power limit),
+and a memory-bound GEMV may not; the PERF.md ratios are burst figures. This measures, per case,
+the burst time (as bench_linear), the time over `--seconds` of back-to-back replays, and the
+clock / power / clock-event reasons nvidia-smi reports during the sustained window.
+
+    python benchmarks/bench_clocks.py --out clocks.json
+    python benchmarks/bench_clocks.py --cases "4096x4096:bf16:1,8192x28672:2:mcg:16" --seconds 2
+
+A case is SHAPE:bf16:M (dense bf16 cuBLAS, as bench_linear's baseline) or SHAPE:K:CODEBOOK:M
+(the coded linear, fp16 activations).
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from bench_linear import n_copies, random_layers, run_meta  # noqa: E402
+from escha_jit.ops.linear import linear  # noqa: E402
+
+DEFAULT_CASES = ",".join(f"{s}:{c}:{m}" for s in ("4096x4096", "8192x28672")
+                         for c in ("bf16", "2:mcg", "4:mul1") for m in (1, 4, 16))
+# nvidia-smi's clock event bits (nvml.h nvmlClocksEventReasons): the ones that slow a busy card
+REASONS = {0x1: "idle", 0x2: "app_clocks", 0x4: "sw_power_cap", 0x8: "hw_slowdown", 0x20: "sw_thermal",
+           0x40: "hw_thermal", 0x80: "hw_power_brake"}
+FIELDS = "timestamp,clocks.sm,power.draw,temperature.gpu,{reasons}"
+REASON_FIELDS = ("clocks_event_reasons.active", "clocks_throttle_reasons.active")   # new name, old name
+
+
+def parse_case(s: str) -> dict:
+    p = s.split(":")
+    IC, OC = (int(v) for v in p[0].split("x"))
+    if len(p) == 3 and p[1] == "bf16":
+        return dict(IC=IC, OC=OC, kind="bf16", M=int(p[2]))
+    if len(p) == 4:
+        return dict(IC=IC, OC=OC, kind="coded", K=float(p[1]), codebook=p[2], M=int(p[3]))
+    raise ValueError(f"case {s!r}: expected SHAPE:bf16:M or SHAPE:K:CODEBOOK:M")
+
+
+def build_calls(case: dict, dev) -> tuple[list, list]:
+    """The case's calls over distinct weights (more bytes than the L2), and what keeps them alive."""
+    IC, OC, M = case["IC"], case["OC"], case["M"]
+    if case["kind"] == "bf16":
+        n = n_copies(2 * IC * OC)
+        ws = [torch.randn(IC, OC, device=dev, dtype=torch.bfloat16) for _ in range(n)]
+        x = torch.randn(M, IC, device=dev, dtype=torch.bfloat16)
+        ys = [torch.empty(M, OC, device=dev, dtype=torch.bfloat16) for _ in range(n)]
+        return [lambda w=w, y=y: torch.matmul(x, w, out=y) for w, y in zip(ws, ys)], [ws, x, ys]
+    K = case["K"]
+    layers = random_layers(IC, OC, K, case["codebook"], n_copies(int(IC * OC * K // 8)), dev)
+    x = torch.randn(M, IC, device=dev).half()
+    ys = [torch.empty(M, OC, device=dev, dtype=torch.float16) for _ in layers]
+    return [lambda w=w, y=y: linear(x, w, out=y) for w, y in zip(layers, ys)], [layers, x, ys]
+
+
+def capture(calls: list) -> torch.cuda.CUDAGraph:
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for fn in calls[:2]:
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for fn in calls:
+            fn()
+    return g
+
+
+def burst_us(g, n_calls: int, replays: int = 20) -> float:
+    """bench_linear's figure: median over `replays` timed replays, microseconds per call."""
+    times = []
+    for _ in range(replays):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        g.replay()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1e3 / n_calls)
+    return statistics.median(times)
+
+
+def sustained(g, n_calls: int, seconds: float) -> dict:
+    """Back-to-back replays for `seconds`; host timestamps of the window (s since the epoch)."""
+    torch.cuda.synchronize()
+    t0 = time.time()
+    a = torch.cuda.Event(enable_timing=True)
+    a.record()
+    reps, prev = 0, None
+    while time.time() - t0 < seconds:
+        for _ in range(8):
+            g.replay()
+        reps += 8
+        done = torch.cuda.Event()
+        done.record()
+        if prev is not None:
+            prev.synchronize()      # at most two batches queued, and the GPU never waits for the host
+        prev = done
+    b = torch.cuda.Event(enable_timing=True)
+    b.record()
+    b.synchronize()
+    return dict(t0=t0, t1=time.time(), replays=reps, us=a.elapsed_time(b) * 1e3 / (reps * n_calls))
+
+
+def start_sampler(path: str, period_ms: int) -> subprocess.Popen:
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        raise SystemExit("bench_clocks: nvidia-smi is not on PATH; it is what samples the clocks")
+    for name in REASON_FIELDS:
+        fields = FIELDS.format(reasons=name)
+        probe = subprocess.run([smi, f"--query-gpu={fields}", "--format=csv,noheader,nounits"],
+                               capture_output=True, text=True)
+        if probe.returncode == 0:
+            break
+    else:
+        raise SystemExit(f"bench_clocks: nvidia-smi answers none of {REASON_FIELDS}: {probe.stdout}{probe.stderr}")
+    f = open(path, "w")
+    return subprocess.Popen([smi, f"--query-gpu={fields}", "--format=csv,noheader,nounits", f"-lms={period_ms}"],
+                            stdout=f, stderr=subprocess.STDOUT)
+
+
+def read_samples(path: str) -> list[dict]:
+    out = []
+    for line in open(path):
+        p = [v.strip() for v in line.split(",")]
+        if len(p) != 5:
+            continue
+        try:
+            t = datetime.datetime.strptime(p[0], "%Y/%m/%d %H:%M:%S.%f").timestamp()
+            out.append(dict(t=t, sm_mhz=float(p[1]), power_w=float(p[2]), temp_c=float(p[3]),
+                            reasons=int(p[4], 16)))
+        except ValueError:
+            continue
+    return out
+
+
+def window_stats(samples: list[dict], t0: float, t1: float, skip: float) -> dict:
+    """Medians over the samples inside [t0 + skip, t1] (the first `skip` seconds: the ramp)."""
+    w = [s for s in samples if t0 + skip <= s["t"] <= t1]
+    if not w:
+        return dict(samples=0)
+    bits = 0
+    for s in w:
+        bits |= s["reasons"]
+    return dict(samples=len(w), sm_mhz=statistics.median(s["sm_mhz"] for s in w),
+                sm_mhz_min=min(s["sm_mhz"] for s in w), power_w=statistics.median(s["power_w"] for s in w),
+                temp_c=max(s["temp_c"] for s in w),
+                reasons=[name for bit, name in REASONS.items() if bits & bit])
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cases", default=DEFAULT_CASES)
+    ap.add_argument("--seconds", type=float, default=1.5, help="sustained window per case")
+    ap.add_argument("--skip", type=float, default=0.3, help="seconds of each window left out of the clock medians")
+    ap.add_argument("--sample-ms", type=int, default=20)
+    ap.add_argument("--out", default="bench_clocks.json")
+    args = ap.parse_args(argv)
+    cases = [parse_case(c) for c in args.cases.split(",") if c]
+    dev = torch.device("cuda")
+    torch.manual_seed(0)
+    log_path = os.path.join(tempfile.mkdtemp(prefix="bench_clocks_"), "smi.csv")
+    proc = start_sampler(log_path, args.sample_ms)
+    rows = []
+    try:
+        time.sleep(0.5)                                     # an idle reading before the first case
+        for case in cases:
+            calls, keep = build_calls(case, dev)
+            g = capture(calls)
+            for _ in range(3):
+                g.replay()
+            row = dict(case, burst_us=burst_us(g, len(calls)))
+            row.update(sustained(g, len(calls), args.seconds))
+            row["burst_after_us"] = burst_us(g, len(calls))     # the burst figure again, on a hot card
+            rows.append(row)
+            del g, calls, keep
+            torch.cuda.empty_cache()
+    finally:
+        proc.terminate()
+        proc.wait()
+    samples = read_samples(log_path)
+    idle = window_stats(samples, 0.0, rows[0]["t0"] if rows else 0.0, 0.0) if samples else {}
+    print(f"{'case':>28} {'burst us':>9} {'sust. us':>9} {'after us':>9} {'MHz':>6} {'min':>6} {'W':>6} reasons")
+    for r in rows:
+        r["clocks"] = window_stats(samples, r["t0"], r["t1"], args.skip)
+        c = r["clocks"]
+        name = f"{r['IC']}x{r['OC']} " + ("bf16" if r["kind"] == "bf16" else f"K{r['K']:g} {r['codebook']}") + f" M{r['M']}"
+        print(f"{name:>28} {r['burst_us']:>9.2f} {r['us']:>9.2f} {r['burst_after_us']:>9.2f} "
+              f"{c.get('sm_mhz', float('nan')):>6.0f} {c.get('sm_mhz_min', float('nan')):>6.0f} "
+              f"{c.get('power_w', float('nan')):>6.0f} {','.join(c.get('reasons', []))}", flush=True)
+    with open(args.out, "w") as f:
+        json.dump(dict(meta=run_meta(), args=vars(args), idle=idle, rows=rows, samples=samples), f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
