@@ -5,8 +5,9 @@ writes JSON.
 Why: bench_linear.py times each case in ~10-50 ms bursts (20 graph replays). An H200 that runs an
 integer-bound kernel for seconds may hold a lower clock than it does in a burst (its power limit),
 and a memory-bound GEMV may not; the PERF.md ratios are burst figures. This measures, per case,
-the burst time (as bench_linear), the time over `--seconds` of back-to-back replays, and the
-clock / power / clock-event reasons nvidia-smi reports during the sustained window.
+the burst time (as bench_linear), the time over `--seconds` of back-to-back replays, the clock /
+power / clock-event reasons nvidia-smi reports during the sustained window, and the clock the SMs
+ran at by a clock64 probe (cycles counted over event-timed microseconds) inside that window.
 
     python benchmarks/bench_clocks.py --out clocks.json
     python benchmarks/bench_clocks.py --cases "4096x4096:bf16:1,8192x28672:2:mcg:16" --seconds 2
@@ -97,17 +98,28 @@ def burst_us(g, n_calls: int, replays: int = 20) -> float:
     return statistics.median(times)
 
 
-def sustained(g, n_calls: int, seconds: float) -> dict:
-    """Back-to-back replays for `seconds`; host timestamps of the window (s since the epoch)."""
+def sustained(g, n_calls: int, seconds: float, probe_cycles: int) -> dict:
+    """Back-to-back replays for `seconds` (host timestamps of the window, s since the epoch), and
+    meanwhile, on a side stream, one thread spinning for `probe_cycles` SM clock cycles
+    (torch.cuda._sleep, a clock64 loop) timed by events: cycles per microsecond = the clock the SMs
+    actually ran at under this load, a second reading next to nvidia-smi's."""
     torch.cuda.synchronize()
     t0 = time.time()
     a = torch.cuda.Event(enable_timing=True)
     a.record()
-    reps, prev = 0, None
-    while time.time() - t0 < seconds:
+    side = torch.cuda.Stream()
+    p0, p1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    reps, prev, probing = 0, None, False
+    while time.time() - t0 < seconds or (probing and not p1.query()):
         for _ in range(8):
             g.replay()
         reps += 8
+        if not probing:                 # once the card is busy: the spin shares an SM with the work
+            with torch.cuda.stream(side):
+                p0.record()
+                torch.cuda._sleep(probe_cycles)
+                p1.record()
+            probing = True
         done = torch.cuda.Event()
         done.record()
         if prev is not None:
@@ -116,7 +128,9 @@ def sustained(g, n_calls: int, seconds: float) -> dict:
     b = torch.cuda.Event(enable_timing=True)
     b.record()
     b.synchronize()
-    return dict(t0=t0, t1=time.time(), replays=reps, us=a.elapsed_time(b) * 1e3 / (reps * n_calls))
+    p1.synchronize()
+    return dict(t0=t0, t1=time.time(), replays=reps, us=a.elapsed_time(b) * 1e3 / (reps * n_calls),
+                probe_mhz=probe_cycles / (p0.elapsed_time(p1) * 1e3))
 
 
 def start_sampler(path: str, period_ms: int) -> subprocess.Popen:
@@ -171,6 +185,8 @@ def main(argv=None) -> None:
     ap.add_argument("--seconds", type=float, default=1.5, help="sustained window per case")
     ap.add_argument("--skip", type=float, default=0.3, help="seconds of each window left out of the clock medians")
     ap.add_argument("--sample-ms", type=int, default=20)
+    ap.add_argument("--probe-cycles", type=float, default=1.5e9,
+                    help="SM cycles the clock probe spins for (~0.75 s at 1980 MHz; keep it under --seconds)")
     ap.add_argument("--out", default="bench_clocks.json")
     args = ap.parse_args(argv)
     cases = [parse_case(c) for c in args.cases.split(",") if c]
@@ -178,16 +194,23 @@ def main(argv=None) -> None:
     torch.manual_seed(0)
     log_path = os.path.join(tempfile.mkdtemp(prefix="bench_clocks_"), "smi.csv")
     proc = start_sampler(log_path, args.sample_ms)
-    rows = []
+    rows, probe_alone = [], None
     try:
         time.sleep(0.5)                                     # an idle reading before the first case
+        p0, p1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        p0.record()
+        torch.cuda._sleep(int(args.probe_cycles) // 4)        # the probe alone on the card
+        p1.record()
+        p1.synchronize()
+        probe_alone = int(args.probe_cycles) // 4 / (p0.elapsed_time(p1) * 1e3)
+        print(f"clock probe alone: {probe_alone:.0f} MHz", flush=True)
         for case in cases:
             calls, keep = build_calls(case, dev)
             g = capture(calls)
             for _ in range(3):
                 g.replay()
             row = dict(case, burst_us=burst_us(g, len(calls)))
-            row.update(sustained(g, len(calls), args.seconds))
+            row.update(sustained(g, len(calls), args.seconds, int(args.probe_cycles)))
             row["burst_after_us"] = burst_us(g, len(calls))     # the burst figure again, on a hot card
             rows.append(row)
             del g, calls, keep
@@ -197,16 +220,16 @@ def main(argv=None) -> None:
         proc.wait()
     samples = read_samples(log_path)
     idle = window_stats(samples, 0.0, rows[0]["t0"] if rows else 0.0, 0.0) if samples else {}
-    print(f"{'case':>28} {'burst us':>9} {'sust. us':>9} {'after us':>9} {'MHz':>6} {'min':>6} {'W':>6} reasons")
+    print(f"{'case':>28} {'burst us':>9} {'sust. us':>9} {'after us':>9} {'MHz':>6} {'min':>6} {'probe':>6} {'W':>6} reasons")
     for r in rows:
         r["clocks"] = window_stats(samples, r["t0"], r["t1"], args.skip)
         c = r["clocks"]
         name = f"{r['IC']}x{r['OC']} " + ("bf16" if r["kind"] == "bf16" else f"K{r['K']:g} {r['codebook']}") + f" M{r['M']}"
         print(f"{name:>28} {r['burst_us']:>9.2f} {r['us']:>9.2f} {r['burst_after_us']:>9.2f} "
-              f"{c.get('sm_mhz', float('nan')):>6.0f} {c.get('sm_mhz_min', float('nan')):>6.0f} "
+              f"{c.get('sm_mhz', float('nan')):>6.0f} {c.get('sm_mhz_min', float('nan')):>6.0f} {r['probe_mhz']:>6.0f} "
               f"{c.get('power_w', float('nan')):>6.0f} {','.join(c.get('reasons', []))}", flush=True)
     with open(args.out, "w") as f:
-        json.dump(dict(meta=run_meta(), args=vars(args), idle=idle, rows=rows, samples=samples), f, indent=1)
+        json.dump(dict(meta=run_meta(), args=vars(args), idle=idle, probe_alone_mhz=probe_alone, rows=rows, samples=samples), f, indent=1)
 
 
 if __name__ == "__main__":

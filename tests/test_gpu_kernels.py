@@ -450,9 +450,10 @@ def test_reg_level_same_bits(cfg, launch, M, cb, level):
 @pytest.mark.parametrize("big_row", [False, True])
 def test_fused_cluster_prologue_same_bits(cfg, M, cluster, big_row):
     """FusedConfig.cluster (NVIDIA): the blocks of a cluster split the in-kernel prologue's items
-    and write them into each other's shared memory; every item is computed as without the cluster,
-    so the output is bit-identical - also where a row beyond fp16's range is raised (its exponent
-    and the redo are the cluster's) - with and without split K, with fp16 and bf16 activations."""
+    and send them into each other's shared memory (st.async, counted in on each block's mbarrier;
+    with 8 blocks and 64 items some blocks rotate none); every item is computed as without the
+    cluster, so the output is bit-identical - also where a row beyond fp16's range is raised (every
+    block then redoes the whole prologue alone) - with and without split K, fp16 and bf16 activations."""
     if torch.version.hip is not None:
         pytest.skip("thread block clusters are NVIDIA's")
     w = _layer(2048, 1024, 3.0, "mcg", 47)

@@ -53,6 +53,9 @@
 #else
 #define ESCHA_XH_CHUNKS 0
 #endif
+// CL > 1: the in-kernel prologue's rows reach the cluster's other blocks by st.async, each block
+// learning from its own mbarrier that they have landed (sm_90; FusedLinear::prologue_f16)
+#define ESCHA_CLUSTER_EXCHANGE ESCHA_XH_CHUNKS
 
 #if ESCHA_FUSED_DIAG == 4
 extern "C" __device__ unsigned long long escha_trace[1 << 16];     // unmangled: the host looks it up
@@ -131,6 +134,7 @@ struct FusedLinear {
     // 160 shuffles per wave at 4096x4096).
     static_assert(CL == 1 || (HAS_CLUSTERS && !XH && !WORDS), "clusters: NVIDIA, the fp16 route's in-kernel prologue");
     static_assert(CL >= 1 && CL <= 8 && (CL & (CL - 1)) == 0, "cluster of 1, 2, 4 or 8 blocks");
+    static_assert(CL == 1 || ESCHA_CLUSTER_EXCHANGE, "clusters: sm_90's st.async and mbarriers");
     static_assert(KW == 1 || !WORDS, "K-sliced waves (WARPS = 16): the fp16 route only");
     // XH on sm_90: the A operand arrives in at most XCHUNKS chunks of whole steps (Args::x_chunks;
     // kernels/fused.py smem_layout: 8 bytes of mbarrier per chunk after the zero bytes)
@@ -180,6 +184,7 @@ struct FusedLinear {
         int* flag = row_exp + MP;
         half_t* zero16 = reinterpret_cast<half_t*>(flag + 4);       // RB x 64 bytes of zeros: rows >= M
         const u32 x_bars = smem_addr(zero16 + 32 * RB);             // XH (sm_90): the A chunks' mbarriers, 8 bytes each
+        u32* x_ex = reinterpret_cast<u32*>(zero16 + 32 * RB);      // CL > 1 (no XH): the exchange barrier + flags
         // int8 route: x words [M][KR + 16] (one token value replicated in 4 bytes, mu::i8_slot order
         // per 16-k slab), then per (row, 128-block) the dequantisation factor and offset [MP][KR/128];
         // swapped route: half2 {x, x} words [M][KR + 16], then (mul1) per (row, 128-block) sums of x
@@ -248,6 +253,15 @@ struct FusedLinear {
             fence_mbar_init();
         }
 #endif
+#if ESCHA_CLUSTER_EXCHANGE
+        if (CL > 1 && threadIdx.x == 0) {
+            // the exchange barrier (in the XH chunks' place: CL > 1 has no XH) expects the bytes of
+            // the items the other blocks rotate, plus their flag words (prologue_f16)
+            mbar_init(x_bars, 1);
+            mbar_arrive_expect_tx(x_bars, cluster_bytes_in(p.M * (p.k_split / 128), cluster_rank()));
+            fence_mbar_init();
+        }
+#endif
         #pragma unroll
         for (int s = 0; s < STAGES - 1; ++s) {               // start streaming the weights at once
             if (s < my_steps) copy_slot(src0 + s * step_stride, 4u * (u32)(s * SLOT_WORDS), piece_dst, piece_src, lane);
@@ -265,8 +279,12 @@ struct FusedLinear {
         if (p.bias) prefetch_l2_range(p.bias + g * COLS, 4 * COLS, threadIdx.x, blockDim.x);
         // The block's shared state above (zero bytes, mask, row exponents, XH's chunk barriers) is
         // complete for every thread from here on: a barrier before the wait, off the path after it.
-        // (CL > 1: in every block of the cluster, which all start here before any writes another.)
-        block_or_cluster_barrier();
+        __syncthreads();
+        // CL > 1: and every block's exchange barrier is initialised before any other block sends to
+        // it (the only writes into another block). A relaxed cluster barrier after the init fence:
+        // a release one compiles to MEMBAR.ALL.GPU (sm_90 ptxas), which would wait for the weights'
+        // copies above.
+        if constexpr (CL > 1) cluster_barrier_after_init();
         // Launched as a programmatic dependent (NVIDIA): the weights above may stream while the
         // previous kernel finishes; x / xh and every global write (y, workspace, counters) wait.
         grid_dependency_wait();
@@ -332,7 +350,7 @@ struct FusedLinear {
         } else if constexpr (SW) {
             // the swapped route's A side: half2 {x, x} words in mu::i8_slot order; mul1 also keeps
             // the sum of each (row, 128-block) of x as stored (its weights are affine in the unit's sums)
-            prologue_f16(p, row_exp, flag + 2, lane, wave, [&](int m, int kb, const float (&v)[4], float scale) {
+            prologue_f16(p, row_exp, flag + 2, lane, wave, [&](int m, int kb, const float (&v)[4], float scale, bool) {
                 half_t h[4];
                 #pragma unroll
                 for (int i = 0; i < 4; ++i) {
@@ -344,20 +362,25 @@ struct FusedLinear {
                     const float sum = wave_sum_halves4(h);
                     if (lane == 0) q_scale[m * nkb + kb] = sum;
                 }
-            });
+            }, x_ex);
             if constexpr (CB == CB_MUL1) row_totals(p, q_scale, 1.f);
         } else {
             // ---- prologue: the block's K range of x -> scaled, Hadamard-rotated fp16 A operand
-            prologue_f16(p, row_exp, flag + 2, lane, wave, [&](int m, int kb, const float (&v)[4], float scale) {
+            prologue_f16(p, row_exp, flag + 2, lane, wave, [&](int m, int kb, const float (&v)[4], float scale, bool share) {
                 half_t* dst = xs + m * xs_ld + kb * 128 + 4 * lane;
-                if constexpr (CL > 1) {
-                    const u64 h = half4_bits(v, scale);
+                const u64 h = half4_bits(v, scale);
+                *reinterpret_cast<u64*>(dst) = h;
+#if ESCHA_CLUSTER_EXCHANGE
+                if (CL > 1 && share) {                          // and into the cluster's other blocks
+                    const u32 rank = cluster_rank();
                     #pragma unroll
-                    for (int q = 0; q < CL; ++q) st_cluster_u64(cluster_map(smem_addr(dst), (u32)q), h);
-                } else {
-                    *reinterpret_cast<u64*>(dst) = half4_bits(v, scale);
+                    for (int q = 1; q < CL; ++q) {
+                        const u32 r = (rank + (u32)q) % CL;
+                        st_async_u64(cluster_map(smem_addr(dst), r), h, cluster_map(x_bars, r));
+                    }
                 }
-            });
+#endif
+            }, x_ex);
         }
 
         ESCHA_TRACE(2);                                      // A operand ready
@@ -779,31 +802,32 @@ struct FusedLinear {
     // their global loads in flight together (the prologue is on the critical path before the first
     // matrix-unit step: one memory latency per batch, not per item): the loads of every item are
     // issued (load_raw4) before any is used (scale_raw4). Items whose row fails keep(m) are
-    // neither loaded nor visited.
-    template <int BATCH, typename Keep, typename Visit>
+    // neither loaded nor visited. SHARE (CL > 1): only this block's share of the cluster's items.
+    template <int BATCH, bool SHARE = false, typename Keep, typename Visit>
     ESCHA_DEVICE static void rotated_items(const Args& p, int lane, int wave, Keep keep, Visit visit) {
+        constexpr int CS = SHARE ? CL : 1;                   // blocks the items are dealt to
         const int nkb = p.k_split / 128, items = p.M * nkb;
         const DivMod by_nkb(nkb);                            // item -> (row, 128-block): items < 2^22
         const int k_begin = blockIdx.y * p.k_split;
         const bool vec = p.in_valid == p.IC && (p.ldx % 8) == 0 && (reinterpret_cast<u64>(p.x) % 16) == 0;
-        // CL > 1: wave w of the block of rank r takes items r*WARPS + w + k*CL*WARPS (the cluster's
-        // blocks interleave in runs of WARPS items); the visit writes them into every block
-        const int first = CL > 1 ? (int)cluster_rank() * WARPS + wave : wave;
-        for (int item0 = first; item0 < items; item0 += BATCH * WARPS * CL) {
+        // SHARE: wave w of the block of rank r takes items r*WARPS + w + k*CL*WARPS (the cluster's
+        // blocks interleave in runs of WARPS items; cluster_bytes_in counts them)
+        const int first = CS > 1 ? (int)cluster_rank() * WARPS + wave : wave;
+        for (int item0 = first; item0 < items; item0 += BATCH * WARPS * CS) {
             Raw4 raw[BATCH];
 #if ESCHA_FUSED_DIAG != 3
             #pragma unroll
             for (int u = 0; u < BATCH; ++u) {
                 int m, kb;
-                by_nkb(item0 + u * WARPS * CL, m, kb);
-                if (item0 + u * WARPS * CL < items && keep(m)) load_raw4(p, m, k_begin + kb * 128 + 4 * lane, vec, raw[u]);
+                by_nkb(item0 + u * WARPS * CS, m, kb);
+                if (item0 + u * WARPS * CS < items && keep(m)) load_raw4(p, m, k_begin + kb * 128 + 4 * lane, vec, raw[u]);
             }
 #endif
             #pragma unroll
             for (int u = 0; u < BATCH; ++u) {
-                if (item0 + u * WARPS * CL >= items) break;
+                if (item0 + u * WARPS * CS >= items) break;
                 int m, kb;                                   // recomputed: fewer registers held than 2 x BATCH
-                by_nkb(item0 + u * WARPS * CL, m, kb);
+                by_nkb(item0 + u * WARPS * CS, m, kb);
                 if (!keep(m)) continue;
                 float v[4];
 #if ESCHA_FUSED_DIAG != 3
@@ -820,49 +844,75 @@ struct FusedLinear {
         }
     }
 
-    // The fp16 A side of the fp16 routes (store(m, kb, v, scale) writes v * scale in the route's
-    // layout). Optimistic single pass: every item is stored unscaled; a row with a value that would
-    // not fit fp16 (|v| >= 2^15, e.g. large bf16 activations) gets the power-of-two exponent it
-    // needs (atomicMax over its items), sets *raised, and is redone in a second pass (rare; skipped
-    // with its barrier when no row was raised). row_exp (zero) and *raised (0) were set at block
-    // start, before a block barrier.
+    // The fp16 A side of the fp16 routes (store(m, kb, v, scale, share) writes v * scale in the
+    // route's layout; share: also into the cluster's other blocks, CL > 1). Optimistic single pass:
+    // every item is stored unscaled; a row with a value that would not fit fp16 (|v| >= 2^15, e.g.
+    // large bf16 activations) gets the power-of-two exponent it needs (atomicMax over its items),
+    // sets *raised, and is redone in a second pass (rare; skipped with its barrier when no row was
+    // raised). row_exp (zero) and *raised (0) were set at block start, before a block barrier.
+    //
+    // CL > 1: each block rotates its share of the items and sends them to the other blocks with
+    // st.async, which completes their bytes on the receiver's exchange barrier `ex_bar` (armed at
+    // block start with cluster_bytes_in). A cluster barrier would order them too, but its release
+    // is a MEMBAR.ALL.GPU (sm_90 ptxas): the exchange measured 0.97-0.98x the call's time without it
+    // (4096x4096 M = 16). An item that does not fit is sent all the same (the byte counts are
+    // fixed) and only noted; each block then sends one flag word to the others, and if any block
+    // noted one, every block redoes the whole prologue alone (the CL = 1 passes below, over all the
+    // items, into its own memory), so the result is bit for bit the one-block prologue's.
     template <typename Store>
-    ESCHA_DEVICE static void prologue_f16(const Args& p, int* row_exp, int* raised, int lane, int wave, Store store) {
+    ESCHA_DEVICE static void prologue_f16(const Args& p, int* row_exp, int* raised, int lane, int wave, Store store,
+                                          u32* ex) {
+#if ESCHA_CLUSTER_EXCHANGE
+        if constexpr (CL > 1) {
+            rotated_items<8, true>(p, lane, wave, [](int) { return true; }, [&](int m, int kb, float (&v)[4]) {
+                float amax = 0.f;
+                #pragma unroll
+                for (int i = 0; i < 4; ++i) amax = fmaxf(amax, fabsf(v[i]));
+                fp16_fits_or(amax, lane, [&](int) { *raised = 1; });
+                store(m, kb, v, 1.f, true);
+            });
+            __syncthreads();                                   // this block's items in, *raised final
+            const u32 ex_bar = smem_addr(ex), rank = cluster_rank();
+            const u32* flags_in = ex + 2;                      // [CL]: the other blocks' flags
+            if (threadIdx.x == 0) {
+                #pragma unroll
+                for (int q = 1; q < CL; ++q) {
+                    const u32 r = (rank + (u32)q) % CL;
+                    st_async_u32(cluster_map(ex_bar + 8u + 4u * rank, r), (u32)*raised, cluster_map(ex_bar, r));
+                }
+            }
+            mbar_wait(ex_bar, 0);                              // the other blocks' items and flags in
+            u32 any = (u32)*raised;
+            #pragma unroll
+            for (int q = 0; q < CL; ++q) any |= (u32)q != rank ? flags_in[q] : 0u;
+            if (!any) return;                                  // cluster-uniform: every block saw every flag
+            __syncthreads();                                   // (rare) every thread has read *raised
+            if (threadIdx.x == 0) *raised = 0;
+            __syncthreads();
+        }
+#endif
         rotated_items<8>(p, lane, wave, [](int) { return true; }, [&](int m, int kb, float (&v)[4]) {
             float amax = 0.f;
             #pragma unroll
             for (int i = 0; i < 4; ++i) amax = fmaxf(amax, fabsf(v[i]));
-            // rare: the row is raised (its exponent, and the flag that has it redone below); with
-            // CL > 1 both are the cluster's, raised in every block
-            const auto raise = [&](int e) {
-                if constexpr (CL > 1) {
-                    #pragma unroll
-                    for (int q = 0; q < CL; ++q) {
-                        red_max_cluster(cluster_map(smem_addr(row_exp + m), (u32)q), e);
-                        st_cluster_u32(cluster_map(smem_addr(raised), (u32)q), 1u);
-                    }
-                } else {
-                    atomicMax(row_exp + m, e);
-                    *raised = 1;
-                }
-            };
-            if (fp16_fits_or(amax, lane, raise)) store(m, kb, v, 1.f);
+            if (fp16_fits_or(amax, lane, [&](int e) { atomicMax(row_exp + m, e); *raised = 1; }))
+                store(m, kb, v, 1.f, false);
         });
-        block_or_cluster_barrier();
-        if (!*raised) return;                                    // block-uniform (CL > 1: cluster-uniform)
+        __syncthreads();
+        if (!*raised) return;                                    // block-uniform
         rotated_items<2>(p, lane, wave, [&](int m) { return row_exp[m] != 0; }, [&](int m, int kb, float (&v)[4]) {
-            store(m, kb, v, exp2i(-row_exp[m]));                 // the rare rows, redone
+            store(m, kb, v, exp2i(-row_exp[m]), false);          // the rare rows, redone
         });
-        block_or_cluster_barrier();
+        __syncthreads();
     }
 
-    // __syncthreads, or with CL > 1 the cluster's barrier (shared-memory writes to any block of the
-    // cluster before it are visible to all after it)
-    ESCHA_DEVICE static void block_or_cluster_barrier() {
-        if constexpr (CL > 1)
-            cluster_barrier();
-        else
-            __syncthreads();
+    // Bytes the other blocks of the cluster send into block `rank` in prologue_f16: 256 per item
+    // they rotate (32 lanes x 4 halves; rotated_items deals the items to the blocks in runs of
+    // WARPS), and one 4-byte flag word each.
+    ESCHA_DEVICE static u32 cluster_bytes_in(int items, u32 rank) {
+        const int cycle = WARPS * CL, full = items / cycle;
+        const int mine = full * WARPS + min(WARPS, max(0, items - full * cycle - (int)rank * WARPS));
+        return 256u * (u32)(items - mine) + 4u * (CL - 1);
     }
 
     // One m tile of the swapped route's accumulators (times 2^row_exp) -> shared [16][COLS]. mul1:

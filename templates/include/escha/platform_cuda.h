@@ -234,10 +234,12 @@ ESCHA_DEVICE u32 cluster_rank() {
     asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
     return r;
 }
-// Every thread of every block of the cluster arrives, then waits for all of them: shared-memory
-// writes before it (to any block of the cluster) are visible to all after it (release / acquire).
-ESCHA_DEVICE void cluster_barrier() {
-    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+// Every thread of every block of the cluster arrives, then waits for all of them; the arrival is
+// relaxed: it orders only the mbarrier.init operations fenced by fence_mbar_init before it (the
+// documented pattern for announcing mbarriers to a cluster; a release arrival, like any
+// cluster-scope release, compiles to MEMBAR.ALL.GPU on sm_90).
+ESCHA_DEVICE void cluster_barrier_after_init() {
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
 // The address in block `rank`'s shared memory of the same offset as this block's shared address
 // `saddr` (the shared::cluster window).
@@ -246,14 +248,17 @@ ESCHA_DEVICE u32 cluster_map(u32 saddr, u32 rank) {
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(saddr), "r"(rank));
     return r;
 }
-ESCHA_DEVICE void st_cluster_u32(u32 caddr, u32 v) {
-    asm volatile("st.shared::cluster.u32 [%0], %1;\n" :: "r"(caddr), "r"(v) : "memory");
+// `v` into another block's shared memory (`caddr`, a cluster_map address), completing its 4 / 8
+// bytes on that block's mbarrier `cbar` (also a cluster_map address): the receiver learns from its
+// own mbarrier that the data has landed, and neither side fences (a cluster barrier's release is a
+// MEMBAR.ALL.GPU on sm_90).
+ESCHA_DEVICE void st_async_u32(u32 caddr, u32 v, u32 cbar) {
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];\n"
+                 :: "r"(caddr), "r"(v), "r"(cbar) : "memory");
 }
-ESCHA_DEVICE void st_cluster_u64(u32 caddr, u64 v) {
-    asm volatile("st.shared::cluster.u64 [%0], %1;\n" :: "r"(caddr), "l"(v) : "memory");
-}
-ESCHA_DEVICE void red_max_cluster(u32 caddr, int v) {
-    asm volatile("red.relaxed.cluster.shared::cluster.max.s32 [%0], %1;\n" :: "r"(caddr), "r"(v) : "memory");
+ESCHA_DEVICE void st_async_u64(u32 caddr, u64 v, u32 cbar) {
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b64 [%0], %1, [%2];\n"
+                 :: "r"(caddr), "l"(v), "r"(cbar) : "memory");
 }
 }  // namespace escha
 

@@ -142,11 +142,7 @@ ESCHA_DEVICE T* opaque_ptr(T* p) { return p; }
 // it): these only let the shared source compile.
 constexpr bool HAS_CLUSTERS = false;
 ESCHA_DEVICE u32 cluster_rank() { return 0; }
-ESCHA_DEVICE void cluster_barrier() { __syncthreads(); }
-ESCHA_DEVICE u32 cluster_map(u32 saddr, u32) { return saddr; }
-ESCHA_DEVICE void st_cluster_u32(u32, u32) {}
-ESCHA_DEVICE void st_cluster_u64(u32, u64) {}
-ESCHA_DEVICE void red_max_cluster(u32, int) {}
+ESCHA_DEVICE void cluster_barrier_after_init() {}
 
 // What a kernel can do instead (docs/AMD_ESTIMATE.md, docs/amd_fused_h.diff): issue the 16-byte
 // loads of a future trellis stage into VGPRs early, store them to LDS later, so the memory latency
