@@ -32,7 +32,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from bench_linear import n_copies, random_layers, run_meta  # noqa: E402
+from bench_linear import capture_graph, n_copies, random_layers, replay_us, run_meta  # noqa: E402
 from escha_jit.ops.linear import linear  # noqa: E402
 
 DEFAULT_CASES = ",".join(f"{s}:{c}:{m}" for s in ("4096x4096", "8192x28672")
@@ -68,34 +68,6 @@ def build_calls(case: dict, dev) -> tuple[list, list]:
     x = torch.randn(M, IC, device=dev).half()
     ys = [torch.empty(M, OC, device=dev, dtype=torch.float16) for _ in layers]
     return [lambda w=w, y=y: linear(x, w, out=y) for w, y in zip(layers, ys)], [layers, x, ys]
-
-
-def capture(calls: list) -> torch.cuda.CUDAGraph:
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for fn in calls[:2]:
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for fn in calls:
-            fn()
-    return g
-
-
-def burst_us(g, n_calls: int, replays: int = 20) -> float:
-    """bench_linear's figure: median over `replays` timed replays, microseconds per call."""
-    times = []
-    for _ in range(replays):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        g.replay()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1e3 / n_calls)
-    return statistics.median(times)
 
 
 def sustained(g, n_calls: int, seconds: float, probe_cycles: int) -> dict:
@@ -206,12 +178,12 @@ def main(argv=None) -> None:
         print(f"clock probe alone: {probe_alone:.0f} MHz", flush=True)
         for case in cases:
             calls, keep = build_calls(case, dev)
-            g = capture(calls)
+            g = capture_graph(calls)
             for _ in range(3):
                 g.replay()
-            row = dict(case, burst_us=burst_us(g, len(calls)))
+            row = dict(case, burst_us=replay_us(g, len(calls)))      # bench_linear's figure
             row.update(sustained(g, len(calls), args.seconds, int(args.probe_cycles)))
-            row["burst_after_us"] = burst_us(g, len(calls))     # the burst figure again, on a hot card
+            row["burst_after_us"] = replay_us(g, len(calls))    # the burst figure again, on a hot card
             rows.append(row)
             del g, calls, keep
             torch.cuda.empty_cache()

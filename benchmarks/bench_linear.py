@@ -48,8 +48,8 @@ def n_copies(bytes_per_copy: int) -> int:
     return max(8, min(64, math.ceil(3 * L2_BYTES / bytes_per_copy)))
 
 
-def time_graph(fn_list, replays: int = 20) -> float:
-    """Median microseconds per call of a graph chaining every fn in fn_list."""
+def capture_graph(fn_list) -> torch.cuda.CUDAGraph:
+    """One CUDA graph chaining every fn in fn_list (the first two run once before, outside capture)."""
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
@@ -61,8 +61,11 @@ def time_graph(fn_list, replays: int = 20) -> float:
     with torch.cuda.graph(g):
         for fn in fn_list:
             fn()
-    for _ in range(3):
-        g.replay()
+    return g
+
+
+def replay_us(g: torch.cuda.CUDAGraph, n_calls: int, replays: int = 20) -> float:
+    """Median over `replays` event-timed replays of g, in microseconds per call of its n_calls."""
     times = []
     for _ in range(replays):
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -70,8 +73,16 @@ def time_graph(fn_list, replays: int = 20) -> float:
         g.replay()
         b.record()
         b.synchronize()
-        times.append(a.elapsed_time(b) * 1e3 / len(fn_list))
+        times.append(a.elapsed_time(b) * 1e3 / n_calls)
     return statistics.median(times)
+
+
+def time_graph(fn_list, replays: int = 20) -> float:
+    """Median microseconds per call of a graph chaining every fn in fn_list."""
+    g = capture_graph(fn_list)
+    for _ in range(3):
+        g.replay()
+    return replay_us(g, len(fn_list), replays)
 
 
 def random_layers(IC, OC, K, cb, n, dev):
