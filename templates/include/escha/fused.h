@@ -854,11 +854,12 @@ struct FusedLinear {
     // CL > 1: each block rotates its share of the items and sends them to the other blocks with
     // st.async, which completes their bytes on the receiver's exchange barrier `ex_bar` (armed at
     // block start with cluster_bytes_in). A cluster barrier would order them too, but its release
-    // is a MEMBAR.ALL.GPU (sm_90 ptxas): the exchange measured 0.97-0.98x the call's time without it
-    // (4096x4096 M = 16). An item that does not fit is sent all the same (the byte counts are
-    // fixed) and only noted; each block then sends one flag word to the others, and if any block
-    // noted one, every block redoes the whole prologue alone (the CL = 1 passes below, over all the
-    // items, into its own memory), so the result is bit for bit the one-block prologue's.
+    // is a MEMBAR.ALL.GPU (sm_90 ptxas); without it and with the first cluster barrier relaxed the
+    // calls took 0.957x the time (4096x4096 M = 16, benchmarks/RESULTS.md session 31). An item
+    // that does not fit is sent all the same (the byte counts are fixed) and only noted; each block
+    // then sends one flag word to the others, and if any block noted one, every block redoes the
+    // whole prologue alone (the CL = 1 passes below, over all the items, into its own memory), so
+    // the result is bit for bit the one-block prologue's.
     template <typename Store>
     ESCHA_DEVICE static void prologue_f16(const Args& p, int* row_exp, int* raised, int lane, int wave, Store store,
                                           u32* ex) {
