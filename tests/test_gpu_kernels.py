@@ -318,6 +318,20 @@ def test_fused_swapped_route(K, cb, M, xh):
         assert rel_rms(y, ref) < 1e-3, (K, cb, M, S, rel_rms(y, ref))
 
 
+def test_fused_config_over_the_smem_limit_raises_by_name():
+    """An explicit configuration too big for one block's shared memory: a ValueError naming it
+    before anything is compiled or launched (was the driver's bare INVALID_VALUE), and the layer
+    still serves calls with its own plan afterwards."""
+    w = _layer(4096, 256, 4.0, "mcg", 23)
+    x = torch.randn(16, 4096, device=DEV).half()
+    cfg = F.FusedConfig(warps=16, m_tiles=1, rows_per_stage=16, stages=3, min_blocks=1)
+    with pytest.raises(ValueError, match="bytes of shared memory per block"):
+        F.fused_linear(x, w, cfg=cfg, launch=F.FusedLaunch(1))
+    y = F.fused_linear(x, w)
+    ref = x.double().cpu() @ R.dense_weight(w.to("cpu"))
+    assert rel_rms(y, ref) < 1e-3
+
+
 def test_fused_writes_into_column_slice():
     w = _layer(512, 256, 2.0, "mcg", 4)
     x = torch.randn(5, 512, device=DEV).half()

@@ -6,7 +6,7 @@ import pytest
 
 from escha_jit import env
 from escha_jit.kernels import fused, gemm
-from escha_jit.kernels.registry import NVIDIA_SMEM_BYTES, shipped_specs
+from escha_jit.kernels.registry import NVIDIA_SMEM_BYTES, check_fused_smem, shipped_specs
 from escha_jit.trellis import all_rate_codebooks
 
 
@@ -178,3 +178,17 @@ def test_cuda_launch_attributes_for_clusters():
     assert [a.id for a in rt._launch_attrs(True, 1)] == [ids.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION]
     with pytest.raises(ValueError, match="grid x 3 is not a multiple of the cluster size 2"):
         rt.launch_ex(None, (3, 1, 1), (256, 1, 1), 0, 0, (), (), "k", True, 2)
+
+
+def test_fused_smem_over_the_block_limit_is_refused_by_name():
+    """An explicit configuration whose layout exceeds one block's shared memory fails in plan_for
+    with its name (found as a bare cuFuncSetAttribute INVALID_VALUE in session 32: 16 waves, 3
+    stages of 16 rows, K4, M = 16, 4096 features per block: 239248 bytes on sm_90)."""
+    cfg = fused.FusedConfig(warps=16, rows_per_stage=16, stages=3, min_blocks=1)
+    total = fused.smem_layout(cfg, 4.0, 16, 4096).total
+    assert total == 239248 > NVIDIA_SMEM_BYTES
+    with pytest.raises(ValueError, match="239248 bytes of shared memory"):
+        check_fused_smem("sm_90", cfg, total)
+    check_fused_smem("sm_90", cfg, fused.smem_layout(cfg, 4.0, 16, 2048).total)      # half the K range fits
+    with pytest.raises(ValueError, match="gfx1201"):
+        check_fused_smem("gfx1201", cfg, fused.smem_layout(cfg, 4.0, 16, 2048).total)

@@ -76,6 +76,16 @@ def smem_limit(arch: str) -> int:
     return NVIDIA_SMEM_BYTES if vendor_of(arch) == "nvidia" else AMD_LDS_BYTES
 
 
+def check_fused_smem(arch: str, cfg, total: int) -> None:
+    """ValueError naming the fused configuration whose shared-memory layout (``total`` bytes, from
+    kernels.fused.smem_layout for the call's M and K range) exceeds what one block can have on
+    ``arch`` (the driver would refuse the launch with a bare INVALID_VALUE)."""
+    if total > smem_limit(arch):
+        raise ValueError(f"config {cfg} needs {total} bytes of shared memory per block for this call, more "
+                         f"than the {smem_limit(arch)} of {arch}: more splits (fewer input features per "
+                         f"block), fewer stages, rows per stage or waves")
+
+
 def fused_fits(arch: str, cfg, K: float, i8: bool = False) -> bool:
     """Whether ``cfg`` at rate K can launch on ``arch`` for at least the smallest M routed to it
     (default_config), at the smallest input range a block takes (kr = 128): the LDS formula of

@@ -12,7 +12,7 @@ from ..kernels import prep
 from ..kernels.fused import (ARGS, COLS, I8_MAX_M, MAX_M, SMEM_BUDGET, SWAP_MAX_M, ClusterSlots, FusedConfig, FusedLaunch,
                              check_act_quant, default_config, default_config_for, default_config_i8, default_launch, has_clusters, render_extra, smem_layout, spec_for,
                              swap_route, x_chunks)
-from ..kernels.registry import fused_fits
+from ..kernels.registry import check_fused_smem, fused_fits
 from ..spec import nvidia_sm, vendor_of
 from .. import env
 from ..reference import LinearWeights
@@ -175,12 +175,14 @@ def plan_for(dev: torch.device, K: float, codebook: str, IC: int, OC: int, in_dt
     if not _fits(cfg, launch, IC, M):
         raise ValueError(f"launch {launch} does not tile IC={IC}: IC/S must be a multiple of 128 and of "
                          f"16*rows_per_stage={16 * cfg.rows_per_stage}")
+    layout = smem_layout(cfg, K, M, IC // launch.splits, i8)
+    check_fused_smem(arch, cfg, layout.total)        # before compiling: the driver would refuse the launch
     spec = spec_for(arch, K, codebook, in_dt, out_dt, cfg, act_quant)
     k = kernel_for(spec, dev, ARGS, render_extra(spec))
     pk = None
     if cfg.xh:
         pk = prep_kernel(dev, in_dt, words=bool(cfg.swap))
-    p = _PLANS[key] = Plan(cfg, launch, smem_layout(cfg, K, M, IC // launch.splits, i8), k, pk,
+    p = _PLANS[key] = Plan(cfg, launch, layout, k, pk,
                            pdl_supported(arch), source,
                            1 if cfg.swap else x_chunks((OC // COLS) * launch.splits, _sms(dev) * cfg.min_blocks))
     return p
