@@ -1,7 +1,9 @@
 """The dense-weight kernel (templates/dense.hip.j2) run on the CPU: the rendered source is built
 as host C++ (tests/host/dense_host.cpp: std::threads for the block's threads, a std::barrier for
-__syncthreads) and compared with reference.dense_weight in float64, to one ulp of the output
-dtype. Checks decode placement, swizzle, both transforms, scale order and rounding without a GPU."""
+__syncthreads, the matrix unit and shuffles emulated per wave by tests/host/escha_host_matunit.h in
+NVIDIA's or gfx12's lane layouts) and compared with reference.dense_weight in float64, to one ulp of
+the output dtype. Checks decode placement, the unit's layouts, swizzle, both transforms, scale order
+and rounding without a GPU, for both vendors' code paths."""
 import functools
 import os
 import subprocess
@@ -26,8 +28,8 @@ def host_cxx() -> str:
 
 
 @functools.cache
-def host_binary(K: float, cb: str, dt: str) -> str:
-    spec = dense.spec_for("gfx1201", K, cb, dt)       # the arch does not matter to the host build
+def host_binary(K: float, cb: str, dt: str, layout: str) -> str:
+    spec = dense.spec_for({"nvidia": "sm_90", "amd": "gfx1201"}[layout], K, cb, dt)
     d = tempfile.mkdtemp(prefix="escha_dense_host_")
     src = os.path.join(d, "kernel.inc")
     with open(src, "w") as f:
@@ -36,13 +38,14 @@ def host_binary(K: float, cb: str, dt: str) -> str:
     cmd = [host_cxx(), "-std=c++20", "-O1", "-fno-strict-aliasing", "-pthread", "-DESCHA_HOST",
            f"-DESCHA_KERNEL_SOURCE=\"{src}\"", f"-DESCHA_KERNEL={spec.kernel_name()}",
            f"-DESCHA_K2={round(2 * K)}", f"-I{include_dir()}", f"-I{HOST}",
+           *(["-DESCHA_HOST_AMD"] if layout == "amd" else []),
            os.path.join(HOST, "dense_host.cpp"), "-o", out]
     r = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert r.returncode == 0, f"host build failed:\n{' '.join(cmd)}\n{r.stderr}"
     return out
 
 
-def run_host(w: R.LinearWeights, dt: str) -> torch.Tensor:
+def run_host(w: R.LinearWeights, dt: str, layout: str) -> torch.Tensor:
     IC, OC = w.IC, w.OC
     parts = [np.array([IC, OC, w.s_in is not None, w.s_out is not None], np.int32).tobytes(),
              w.code.numpy().tobytes(), w.rin.numpy().tobytes()]
@@ -55,7 +58,7 @@ def run_host(w: R.LinearWeights, dt: str) -> torch.Tensor:
         fin, fout = os.path.join(d, "in.bin"), os.path.join(d, "out.bin")
         with open(fin, "wb") as f:
             f.write(b"".join(parts))
-        subprocess.run([host_binary(w.K, w.codebook, dt), fin, fout], check=True)
+        subprocess.run([host_binary(w.K, w.codebook, dt, layout), fin, fout], check=True)
         bits = np.fromfile(fout, np.int16).reshape(IC, OC)
     return torch.from_numpy(bits).view(DTYPES[dt])
 
@@ -74,8 +77,9 @@ def ulps(a: torch.Tensor, b: torch.Tensor) -> int:
     (4.0, "3inst", 128, 256, False, "f16"),
     (2.5, "mul1", 128, 128, False, "bf16"),
 ])
-def test_dense_kernel_on_host_within_one_ulp(K, cb, IC, OC, escha, dt):
+@pytest.mark.parametrize("layout", ["nvidia", "amd"])
+def test_dense_kernel_on_host_within_one_ulp(K, cb, IC, OC, escha, dt, layout):
     w = random_layer(IC, OC, K, cb, seed=int(2 * K), escha_scales=escha)
-    got = run_host(w, dt)
+    got = run_host(w, dt, layout)
     ref = R.dense_weight(w, torch.float64).to(DTYPES[dt])
     assert ulps(got, ref) <= 1

@@ -1,14 +1,14 @@
 """Trellis -> dense original-basis weight W [IC, OC] (templates/dense.hip.j2): spec and arguments.
 
 W = diag(s_in*rin) . Hb . What . Hb . diag(rout*s_out), rounded once to fp16 or bf16; one block of
-THREADS threads per 128x128 block of W, with SMEM_BYTES of dynamic shared memory (the fp32 block).
+THREADS threads (8 waves) per 128x128 block of W, with the fp32 block in dynamic shared memory.
 """
 from __future__ import annotations
 
 from ..spec import KernelSpec, vendor_of
 from . import DTYPE_CODES
 
-THREADS = 128
+THREADS = 256                       # 8 waves: one per tile column, then one per 16-row strip
 BLOCK = 128                         # W rows and columns per block
 SMEM_BYTES = BLOCK * BLOCK * 4      # 64 KiB: the fp32 block, dynamic (all of a gfx12 workgroup's LDS)
 OUT_DTYPES = ("f16", "bf16")
@@ -16,9 +16,9 @@ OUT_DTYPES = ("f16", "bf16")
 ARGS = ("ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "i32", "i32", "i64")
 
 
-# resident blocks per SM the registers are capped for: NVIDIA 3 (3 x 66 KiB of shared memory fit
-# its 227 KiB; the padded layout leaves the transforms at 168 registers, no spills); gfx12: one
-# 64 KiB block per CU whatever the VGPRs
+# resident blocks per SM the registers are capped for: NVIDIA 2 (128 registers: pass 1 holds 8 tiles'
+# words and 64 fp32 sums, pass 2 64 fp32 values; 3 x 69 KiB of shared memory would fit but not 3 x
+# 256 x 128 registers); gfx12: one 64 KiB block per CU whatever the VGPRs
 MIN_BLOCKS = {"nvidia": 3, "amd": 1}
 
 
@@ -30,11 +30,11 @@ def spec_for(arch: str, K: float, codebook: str, out_dtype: str = "f16") -> Kern
 
 
 def render_extra(spec: KernelSpec) -> dict:
-    return {"out_code": DTYPE_CODES[spec.out_dtype], "min_blocks": spec.params["min_blocks"],
-            "batch": 16 if vendor_of(spec.arch) == "nvidia" else 8}
+    return {"out_code": DTYPE_CODES[spec.out_dtype], "min_blocks": spec.params["min_blocks"]}
 
 
 def dynamic_smem(spec: KernelSpec) -> int:
     """Bytes of dynamic shared memory every launch of ``spec`` passes: the fp32 block tile, its rows
-    padded to 132 floats on NVIDIA (no index arithmetic), swizzled in exactly 64 KiB on AMD."""
-    return BLOCK * (BLOCK + 4) * 4 if vendor_of(spec.arch) == "nvidia" else SMEM_BYTES
+    padded to 136 floats on NVIDIA (no index arithmetic) and followed by the 128 column scales,
+    swizzled in exactly 64 KiB on AMD."""
+    return (BLOCK * (BLOCK + 8) + BLOCK) * 4 if vendor_of(spec.arch) == "nvidia" else SMEM_BYTES

@@ -1,6 +1,8 @@
 // Runs a rendered dense.hip.j2 kernel on the CPU: every block of the grid in turn, its threads as
-// std::threads meeting at a std::barrier for __syncthreads. Checks the kernel's index math,
-// swizzle and rounding without a GPU (tests/test_dense_host.py).
+// std::threads meeting at a std::barrier for __syncthreads, each wave's 32 at a barrier of its own
+// for the matrix unit and shuffles (escha_host_matunit.h; NVIDIA's lane layouts, or gfx12's with
+// -DESCHA_HOST_AMD). Checks the kernel's index math, layouts, swizzle and rounding without a GPU
+// (tests/test_dense_host.py).
 //
 // usage: dense_host IN OUT  with IN = int32 {IC, OC, has_s_in, has_s_out}, int16 code
 // [IC/16, OC/16, 16K], fp16 rin [IC], (fp32 s_in [IC]), fp16 rout [OC], (fp32 s_out [OC]);
@@ -9,10 +11,12 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <thread>
 #include <vector>
 
 #include "escha_host_platform.h"
+#include "escha_host_matunit.h"
 
 struct HostDim3 { int x = 0, y = 0, z = 0; };
 thread_local HostDim3 threadIdx, blockIdx;
@@ -27,7 +31,7 @@ inline void host_syncthreads() { host_barrier->arrive_and_wait(); }
 #define ESCHA_ALIGN(n)
 #include ESCHA_KERNEL_SOURCE
 
-alignas(16) float S[128 * 128];   // the kernel's `extern __shared__ float S[]`
+alignas(16) float S[128 * 136 + 128];   // the kernel's `extern __shared__ float S[]` (the larger layout); THREADS: the kernel's
 
 int main(int argc, char** argv) {
     if (argc != 3) { std::fprintf(stderr, "usage: dense_host IN OUT\n"); return 2; }
@@ -43,14 +47,22 @@ int main(int argc, char** argv) {
     const half_t* rout = reinterpret_cast<const half_t*>(p); p += 2 * OC;
     const float* s_out = has_s_out ? reinterpret_cast<const float*>(p) : nullptr;
     std::vector<u16> out((size_t)IC * OC, 0xFFFF);
-    std::barrier<> bar(128);
+    std::barrier<> bar(THREADS);
     host_barrier = &bar;
+    std::vector<std::unique_ptr<std::barrier<>>> wave_bars;
+    std::vector<escha::host::Wave> waves(THREADS / 32);
+    for (int w = 0; w < THREADS / 32; ++w) {
+        wave_bars.push_back(std::make_unique<std::barrier<>>(32));
+        waves[w].bar = wave_bars.back().get();
+    }
+    escha::host::waves = waves.data();
     for (int by = 0; by < IC / 128; ++by)
         for (int bx = 0; bx < OC / 128; ++bx) {
             std::vector<std::thread> ts;
-            for (int t = 0; t < 128; ++t)
+            for (int t = 0; t < THREADS; ++t)
                 ts.emplace_back([&, t] {
                     threadIdx.x = t; blockIdx.x = bx; blockIdx.y = by;
+                    escha::host::my_lane = t % 32; escha::host::my_wave = t / 32;
                     ESCHA_KERNEL(code, rin, s_in, rout, s_out, reinterpret_cast<out_t*>(out.data()), IC, OC, OC);
                 });
             for (auto& t : ts) t.join();

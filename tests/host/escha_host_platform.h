@@ -25,6 +25,7 @@ namespace escha {
 
 struct alignas(16) u32x4 { u32 x, y, z, w; };
 struct alignas(16) f32x4 { float x, y, z, w; };
+struct alignas(8) f32x2 { float x, y; };
 
 inline float half_to_float(half_t v) { return (float)v; }
 inline half_t float_to_half(float v) { return (half_t)v; }

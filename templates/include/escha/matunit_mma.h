@@ -27,6 +27,22 @@ ESCHA_DEVICE void mma(float (&c)[ACC], const AFrag& a, const BFrag& b) {
 // Row (m) and column (n) in the 16x16 output tile of accumulator i of this lane.
 ESCHA_DEVICE int acc_row(int lane, int i) { return (lane >> 2) + 8 * ((i >> 1) & 1); }
 ESCHA_DEVICE int acc_col(int lane, int i) { return 8 * (i >> 2) + 2 * (lane & 3) + (i & 1); }
+// Accumulators i .. i + ACC_RUN - 1 (i a multiple of ACC_RUN) are consecutive columns of one row.
+constexpr int ACC_RUN = 2;
+
+// An A fragment of constants: element (row r, k) is the fp16 with bits f(r, k) (r, k = 0..15).
+// Register q holds (row g + 8 (q & 1), k 2t + 8 (q >> 1) + {0, 1}), g = lane / 4, t = lane % 4.
+template <typename F>
+ESCHA_DEVICE AFrag a_frag_bits(int lane, F f) {
+    AFrag a;
+    const int g = lane >> 2, t = lane & 3;
+    #pragma unroll
+    for (int q = 0; q < 4; ++q) {
+        const int r = g + 8 * (q & 1), k = 2 * t + 8 * (q >> 1);
+        a.r[q] = (f(r, k) & 0xFFFFu) | (f(r, k + 1) << 16);
+    }
+    return a;
+}
 
 // Per-lane decode state (computed once per kernel): where this lane's positions sit in a tile.
 template <int K2>

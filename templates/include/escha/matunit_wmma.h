@@ -38,6 +38,23 @@ ESCHA_DEVICE void mma(float (&c)[ACC], const AFrag& a, const BFrag& b) {
 // Row (m) and column (n) in the 16x16 output tile of accumulator i of this lane (D VGPR i).
 ESCHA_DEVICE int acc_row(int lane, int i) { return wmma::acc_row(lane, i); }
 ESCHA_DEVICE int acc_col(int lane, int i) { return wmma::acc_col(lane, i); }
+// A lane's accumulators are one column (consecutive rows): runs of one column element.
+constexpr int ACC_RUN = 1;
+
+// An A fragment of constants: element (row r, k) is the fp16 with bits f(r, k), in the labelling
+// load_a_rows uses (row l % 16, k = 8 (l / 16) + e for half e: wmma_layout.h a_row / a_k).
+template <typename F>
+ESCHA_DEVICE AFrag a_frag_bits(int lane, F f) {
+    u32 w[4];
+    #pragma unroll
+    for (int q = 0; q < 4; ++q) {
+        const int r = wmma::a_row(lane), k = wmma::a_k(lane, 2 * q);
+        w[q] = (f(r, k) & 0xFFFFu) | (f(r, k + 1) << 16);
+    }
+    AFrag a;
+    a.v = __builtin_bit_cast(half8_t, w);
+    return a;
+}
 
 // ---- int8 activations (the opt-in fused_i8 kernels; mul1 codebook only)
 // v_wmma_i32_16x16x16_iu8: A signed 8-bit (the token's int8 value replicated in the 4 bytes of a

@@ -25,6 +25,7 @@ ESCHA_DEVICE bool wave_any(bool pred) { return __any_sync(0xffffffffu, pred); }
 
 struct ESCHA_ALIGN(16) u32x4 { u32 x, y, z, w; };
 struct ESCHA_ALIGN(16) f32x4 { float x, y, z, w; };
+struct ESCHA_ALIGN(8) f32x2 { float x, y; };
 
 // fp16 arithmetic, each one IEEE operation with one rounding (HMUL2 / HADD2 / HFMA2)
 ESCHA_DEVICE half_t hmul(half_t a, half_t b) { return __hmul(a, b); }

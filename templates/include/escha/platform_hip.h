@@ -20,6 +20,7 @@ namespace escha {
 
 struct ESCHA_ALIGN(16) u32x4 { u32 x, y, z, w; };
 struct ESCHA_ALIGN(16) f32x4 { float x, y, z, w; };
+struct ESCHA_ALIGN(8) f32x2 { float x, y; };
 
 ESCHA_DEVICE float half_to_float(half_t v) { return (float)v; }
 ESCHA_DEVICE half_t float_to_half(float v) { return (half_t)v; }     // round to nearest even

@@ -1,0 +1,131 @@
+// Host (g++) stand-in for the matrix unit (escha::mu of matunit_mma.h / matunit_wmma.h) and the
+// wave's cross-lane operations, for CPU tests that run a kernel's threads as std::threads
+// (tests/host/dense_host.cpp). Each cross-lane operation (mma, shfl_xor) is the wave's lanes
+// meeting twice at the wave's barrier: once after writing their operands into the wave's scratch,
+// once after reading what they need. The lane layouts are NVIDIA's mma.m16n8k16 by default and
+// gfx12's WMMA (wmma_layout.h, the direct B decoder of wmma_decode.h) with ESCHA_HOST_AMD, so a
+// kernel's vendor-specific index math runs on the CPU for both. Not shipped.
+#pragma once
+#include <barrier>
+
+#include "escha/codebook.h"
+#include "escha/trellis.h"
+#include "escha/wmma_layout.h"
+#if defined(ESCHA_HOST_AMD)
+#include "escha/wmma_decode.h"
+#endif
+
+namespace escha {
+namespace host {
+
+struct Wave {
+    std::barrier<>* bar = nullptr;
+    u32 scratch[32][8] = {};                 // per lane: what it shows the other lanes
+};
+inline Wave* waves = nullptr;                // the block's waves (set by the driver)
+inline thread_local int my_lane = 0, my_wave = 0;
+inline Wave& wave() { return waves[my_wave]; }
+
+}  // namespace host
+
+inline void wave_sync() { host::wave().bar->arrive_and_wait(); }
+
+inline float shfl_xor(float v, int mask) {
+    host::Wave& w = host::wave();
+    std::memcpy(&w.scratch[host::my_lane][0], &v, 4);
+    w.bar->arrive_and_wait();
+    float r;
+    std::memcpy(&r, &w.scratch[host::my_lane ^ mask][0], 4);
+    w.bar->arrive_and_wait();
+    return r;
+}
+
+namespace mu {
+
+constexpr int ACC = 8;
+struct AFrag { u32 r[4]; };                  // element e: half e % 2 of r[e / 2]
+struct BFrag { half2_t h[4]; };              // element e: half e % 2 of h[e / 2]
+
+#if defined(ESCHA_HOST_AMD)
+inline int a_row_of(int l, int /*e*/) { return wmma::a_row(l); }
+inline int a_k_of(int l, int e) { return wmma::a_k(l, e); }
+inline int b_k_of(int l, int e) { return wmma::b_k(l, e); }
+inline int b_n_of(int l, int e) { return wmma::b_n(l, e); }
+inline int acc_row(int l, int i) { return wmma::acc_row(l, i); }
+inline int acc_col(int l, int i) { return wmma::acc_col(l, i); }
+constexpr int ACC_RUN = 1;
+
+template <int K2>
+struct Decoder {
+    wmma::WmmaStream<K2> rt;
+    explicit Decoder(int lane) : rt(lane) {}
+    static constexpr int NW = wmma::WmmaStream<K2>::NW;
+    int word(int q) const { return rt.word[q]; }
+    template <int CB>
+    void decode(BFrag& b, const u32 (&w)[NW], u32 mask) const { rt.template decode<CB>(w, b.h, mask); }
+};
+#else
+// mma.m16n8k16: A register q = (row g + 8 (q & 1), k 2t + 8 (q >> 1) + half); B element j = the
+// trellis position order (trellis.h pos_row / pos_col); accumulators as matunit_mma.h
+inline int a_row_of(int l, int e) { return (l >> 2) + 8 * ((e >> 1) & 1); }
+inline int a_k_of(int l, int e) { return 2 * (l & 3) + 8 * (e >> 2) + (e & 1); }
+inline int b_k_of(int l, int e) { return pos_row(l, e); }
+inline int b_n_of(int l, int e) { return pos_col(l, e); }
+inline int acc_row(int l, int i) { return (l >> 2) + 8 * ((i >> 1) & 1); }
+inline int acc_col(int l, int i) { return 8 * (i >> 2) + 2 * (l & 3) + (i & 1); }
+constexpr int ACC_RUN = 2;
+
+template <int K2>
+struct Decoder {
+    LaneStream<K2> ls;
+    explicit Decoder(int lane) : ls(lane) {}
+    static constexpr int NW = LaneStream<K2>::NW;
+    int word(int q) const { return ls.word[q]; }
+    template <int CB>
+    void decode(BFrag& b, const u32 (&w)[NW], u32 mask) const { decode_lane<K2, CB>(w, ls, b.h, mask); }
+};
+#endif
+
+template <typename F>
+AFrag a_frag_bits(int lane, F f) {
+    AFrag a;
+    for (int q = 0; q < 4; ++q)
+        a.r[q] = (f(a_row_of(lane, 2 * q), a_k_of(lane, 2 * q)) & 0xFFFFu)
+                 | (f(a_row_of(lane, 2 * q + 1), a_k_of(lane, 2 * q + 1)) << 16);
+    return a;
+}
+
+inline float half_bits_to_float(u32 bits) {
+    const u16 b = (u16)bits;
+    half_t h;
+    std::memcpy(&h, &b, 2);
+    return (float)h;
+}
+
+// c (16x16 fp32, this lane's ACC) += A (16x16) . B (16x16): every lane shows its fragments, then
+// rebuilds both matrices and sums its outputs in fp32, k in order.
+inline void mma(float (&c)[ACC], const AFrag& a, const BFrag& b) {
+    host::Wave& w = host::wave();
+    u32* mine = w.scratch[host::my_lane];
+    for (int q = 0; q < 4; ++q) {
+        mine[q] = a.r[q];
+        std::memcpy(&mine[4 + q], &b.h[q], 4);
+    }
+    w.bar->arrive_and_wait();
+    float A[16][16], B[16][16];
+    for (int l = 0; l < 32; ++l)
+        for (int e = 0; e < 8; ++e) {
+            A[a_row_of(l, e)][a_k_of(l, e)] = half_bits_to_float(w.scratch[l][e >> 1] >> (16 * (e & 1)));
+            B[b_k_of(l, e)][b_n_of(l, e)] = half_bits_to_float(w.scratch[l][4 + (e >> 1)] >> (16 * (e & 1)));
+        }
+    w.bar->arrive_and_wait();
+    for (int i = 0; i < ACC; ++i) {
+        const int m = acc_row(host::my_lane, i), n = acc_col(host::my_lane, i);
+        float s = c[i];
+        for (int k = 0; k < 16; ++k) s += A[m][k] * B[k][n];
+        c[i] = s;
+    }
+}
+
+}  // namespace mu
+}  // namespace escha
