@@ -192,3 +192,53 @@ def test_fused_smem_over_the_block_limit_is_refused_by_name():
     check_fused_smem("sm_90", cfg, fused.smem_layout(cfg, 4.0, 16, 2048).total)      # half the K range fits
     with pytest.raises(ValueError, match="gfx1201"):
         check_fused_smem("gfx1201", cfg, fused.smem_layout(cfg, 4.0, 16, 2048).total)
+
+
+def test_block_smem_limits_per_arch():
+    """The opt-in shared memory per block of the CUDA guide's compute-capability table; gfx12's LDS
+    per workgroup. One table (kernels.limits) serves plan_for's check, the heuristic and the tuner."""
+    from escha_jit.autotune import candidates
+    from escha_jit.kernels.limits import block_smem_limit
+    from escha_jit.kernels.registry import smem_limit
+    want = {"sm_75": 64, "sm_80": 163, "sm_86": 99, "sm_87": 163, "sm_89": 99, "sm_90": 227, "sm_90a": 227,
+            "sm_100": 227, "sm_120": 99, "gfx1201": 64}
+    for arch, kib in want.items():
+        assert block_smem_limit(arch) == smem_limit(arch) == kib * 1024, arch
+    assert fused.smem_caps("sm_90") == (200 * 1024, 227 * 1024)
+    assert fused.smem_caps("sm_89") == (99 * 1024, 99 * 1024)
+    assert fused.smem_caps("gfx1201") == (40 * 1024, 64 * 1024)
+    # the tuner's candidates on a 99 KiB GPU all fit it (they were capped at 99 KiB by a second table)
+    cands = candidates.fused_candidates("sm_89", 3.0, 4096, 14336, 16, 128, warps=(8, 16), rows=(8, 16),
+                                        stages=(2, 3), min_blocks=(1, 2))
+    assert cands and all(fused.smem_layout(c.cfg, 3.0, 16, 4096 // c.launch.splits).total <= 99 * 1024
+                         for c in cands)
+
+
+@pytest.mark.parametrize("arch,sms", [("sm_89", 128), ("sm_86", 84), ("sm_120", 170), ("sm_90", 132)])
+def test_untuned_plans_fit_the_gpus_shared_memory(arch, sms):
+    """The heuristic plan (config and split, as ops.fused.plan_for builds it without a table entry)
+    of every decode bucket fits one block's shared memory on ``arch``. On 99 KiB GPUs (RTX 4090 / 3090
+    / 5090 class) it used to size launches for sm_90's 227 KiB: 38 of these 84 cases over 99 KiB
+    (4096x14336 K2 at M = 16: 169 KiB), launches the driver refuses."""
+    from escha_jit.kernels.registry import fused_fits
+    from escha_jit.spec import vendor_of
+    budget, block = fused.smem_caps(arch)
+    vendor = vendor_of(arch)
+    worst, handled = 0, set()
+    for IC, OC in ((4096, 4096), (4096, 14336), (14336, 4096), (8192, 28672)):
+        for K in (2.0, 4.0, 8.0):
+            for M in (1, 4, 8, 9, 16, 32, 64, 256):
+                if not fused_fits(arch, fused.default_config(M, vendor), K, M=M):
+                    continue              # ops.fused.fused_handles: the call takes the dense-weight path
+                handled.add((K, M))
+                cfg = fused.default_config_for(K, "mcg", IC, OC, M, sms, vendor, budget, None, block_smem=block)
+                routed = fused.swap_route(cfg, vendor, "mcg", M)
+                launch = fused.default_launch(routed, K, IC, OC, M, sms, smem_cap=budget, vendor=vendor,
+                                              block_smem=block)
+                total = fused.smem_layout(routed, K, M, IC // launch.splits).total
+                check_fused_smem(arch, routed, total)
+                worst = max(worst, total)
+    assert worst > 64 * 1024          # the check above is not vacuous: large layouts are in the set
+    # every rate keeps the fused kernel up to M = 64; only M = 256 at K = 8 leaves it on 99 KiB GPUs
+    assert all((K, M) in handled for K in (2.0, 4.0, 8.0) for M in (1, 4, 8, 9, 16, 32, 64))
+    assert ((8.0, 256) in handled) == (block >= 101 * 1024)

@@ -183,12 +183,14 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
 def heuristic_candidate(p, sms: int, arch: str = "sm_90", cluster_slots: Optional[ClusterSlots] = None) -> Candidate:
     """What an untuned call of problem ``p`` runs (the config and launch of ops/fused.py plan_for;
     ``cluster_slots`` as there, None: no clusters)."""
-    from ..kernels.fused import SMEM_BUDGET
+    from ..kernels.fused import smem_caps
     from ..spec import vendor_of
     vendor = vendor_of(arch)
-    cfg = default_config_for(p.K, p.codebook, p.IC, p.OC, p.M, sms, vendor, SMEM_BUDGET[vendor], cluster_slots)
+    budget, block = smem_caps(arch)
+    cfg = default_config_for(p.K, p.codebook, p.IC, p.OC, p.M, sms, vendor, budget, cluster_slots, block_smem=block)
     routed = swap_route(cfg, vendor, p.codebook, p.M)            # the launch is sized for the route it runs
-    return Candidate(cfg, default_launch(routed, p.K, p.IC, p.OC, p.M, sms, smem_cap=SMEM_BUDGET[vendor], vendor=vendor))
+    return Candidate(cfg, default_launch(routed, p.K, p.IC, p.OC, p.M, sms, smem_cap=budget, vendor=vendor,
+                                         block_smem=block))
 
 
 def _cluster_slots(dev: torch.device, p) -> Optional[ClusterSlots]:

@@ -9,9 +9,9 @@ import dataclasses
 import itertools
 
 from ..kernels.fused import SWAP_MAX_M, FusedConfig, FusedLaunch, has_clusters, smem_layout
+from ..kernels.limits import block_smem_limit
 from ..spec import vendor_of
 
-SMEM_CAP = {"sm_90": 227 * 1024, "gfx1201": 64 * 1024}
 AMD_MAX_M_TILES = 8          # kernels.registry.AMD_FUSED_MAX_M_TILES: the gfx12 set stops there
 REG_FILE = {"sm_90": 65536, "gfx1201": 65536}
 
@@ -45,7 +45,7 @@ def fused_candidates(arch: str, K: float, IC: int, OC: int, M: int, sms: int,
     if vendor_of(arch) == "amd" and mt > AMD_MAX_M_TILES:
         return []                                          # the dense-weight GEMM path takes these M
     groups = OC // 128
-    cap = SMEM_CAP.get(arch, 99 * 1024)
+    cap = block_smem_limit(arch)
     out = []
     # clusters: measured at one m tile only (M = 9..16; session 16), so searched there only
     clusters = [c for c in cluster

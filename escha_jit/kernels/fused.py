@@ -19,6 +19,7 @@ from typing import Callable, Optional
 from ..spec import KernelSpec, nvidia_sm, vendor_of
 from ..trellis import tile_words
 from . import DTYPE_CODES
+from .limits import block_smem_limit
 
 # (config, splits) -> how many thread block clusters of config.cluster blocks of that launch can be
 # resident on the GPU at once (the driver's cuOccupancyMaxActiveClusters; ops/fused.py cluster_slots)
@@ -31,6 +32,7 @@ MAX_M = 256
 # dynamic shared memory a launch may take: NVIDIA a Hopper SM's share for ~1 block; AMD gfx12 keeps
 # blocks at <= 40 KiB so that 3 fit the 128 KiB of a WGP (the hardware limit is 64 KiB per block)
 SMEM_BUDGET = {"nvidia": 200 * 1024, "amd": 40 * 1024}
+NVIDIA_BLOCK_SMEM = block_smem_limit("sm_90")     # most shared memory one block may opt into on sm_90
 XH_MIN_M = 9          # from this M on the input Hadamard runs once, in the prep kernel (H200 tuning)
 ACT_QUANTS = (None, "int8")
 I8_MAX_M = 8          # the int8-activation kernels serve decode batches (one n8 token group of the
@@ -319,14 +321,16 @@ def _default_allowed(cfg: FusedConfig, codebook: Optional[str], K: Optional[floa
 
 def default_config_for(K: float, codebook: str, IC: int, OC: int, M: int, sms: int,
                        vendor: str = "nvidia", smem_cap: int = SMEM_BUDGET["nvidia"],
-                       cluster_slots: Optional[ClusterSlots] = None) -> FusedConfig:
+                       cluster_slots: Optional[ClusterSlots] = None,
+                       block_smem: int = NVIDIA_BLOCK_SMEM) -> FusedConfig:
     """The untuned configuration of one problem (the tuned table overrides it).
 
     NVIDIA, M <= 16: of :data:`_SMALL_M` / :data:`_MID_M` and :func:`default_config`, the one whose
     launch (:func:`default_launch`) the SM-balance model (:func:`_modeled_time`) rates fastest;
     at M = 9..16 with 16 waves the x source of :func:`_w16_prologue` (clusters only where
     ``cluster_slots`` says how many are resident at once: None, e.g. without a GPU, means none).
-    AMD, M > 16, and where IC admits no 16-row stages: :func:`default_config`."""
+    AMD, M > 16, and where IC admits no 16-row stages: :func:`default_config`. ``smem_cap`` and
+    ``block_smem``: the target's :func:`smem_caps`."""
     fallback = default_config(M, vendor)
     if vendor != "nvidia" or M > 16:
         return fallback
@@ -342,7 +346,7 @@ def default_config_for(K: float, codebook: str, IC: int, OC: int, M: int, sms: i
         options = [_MID_M["w8"], _MID_M["w16"], fallback]     # ties (several rounds of blocks): 8 waves
     best = None
     for cfg in options:
-        split = _balanced_splits(swap_route(cfg, vendor, codebook, M), K, IC, OC, M, sms, smem_cap)
+        split = _balanced_splits(swap_route(cfg, vendor, codebook, M), K, IC, OC, M, sms, smem_cap, block_smem)
         if split is not None and (best is None or split[0] < 0.999 * best[0]):
             best = (split[0], cfg, split[1])
     if best is None:
@@ -398,7 +402,15 @@ def _divisors(n: int) -> list[int]:
 
 
 SM_SMEM = 228 * 1024     # shared memory of one H100 / H200 SM (each resident block also reserves 1 KiB)
-NVIDIA_BLOCK_SMEM = 227 * 1024     # most shared memory one block may opt into on sm_90
+
+
+def smem_caps(arch: str) -> tuple[int, int]:
+    """(budget, block) in bytes for the untuned launch on ``arch``: the shared memory a block that
+    shares its SM may take (:data:`SMEM_BUDGET`, at most the block limit) and what a block alone on
+    its SM (min_blocks 1) may take (kernels.limits.block_smem_limit: 227 KiB on sm_90, 99 KiB on
+    sm_86 / sm_89 / sm_120, so no default plan asks a GPU for more than it has)."""
+    block = block_smem_limit(arch)
+    return min(SMEM_BUDGET[vendor_of(arch)], block), block
 
 
 def _fitting_splits(cfg: FusedConfig, K: float, IC: int, M: int, smem_cap: int, i8: bool = False) -> list[int]:
@@ -426,11 +438,11 @@ def _modeled_time(cfg: FusedConfig, K: float, IC: int, OC: int, M: int, S: int, 
 
 
 def _balanced_splits(cfg: FusedConfig, K: float, IC: int, OC: int, M: int, sms: int,
-                     smem_cap: int) -> Optional[tuple[float, int]]:
+                     smem_cap: int, block_smem: int = NVIDIA_BLOCK_SMEM) -> Optional[tuple[float, int]]:
     """(modeled time, split) of the split the model rates fastest (ties: the fewest splits); None if
-    none fits. A block alone on its SM (min_blocks 1) may take all a block can (227 KiB)."""
+    none fits. A block alone on its SM (min_blocks 1) may take all a block can (``block_smem``)."""
     best = None
-    for S in _fitting_splits(cfg, K, IC, M, smem_cap if cfg.min_blocks > 1 else max(smem_cap, NVIDIA_BLOCK_SMEM)):
+    for S in _fitting_splits(cfg, K, IC, M, smem_cap if cfg.min_blocks > 1 else max(smem_cap, block_smem)):
         t = _modeled_time(cfg, K, IC, OC, M, S, sms)
         if best is None or t < 0.999 * best[0]:
             best = (t, S)
@@ -438,11 +450,13 @@ def _balanced_splits(cfg: FusedConfig, K: float, IC: int, OC: int, M: int, sms: 
 
 
 def default_launch(cfg: FusedConfig, K: float, IC: int, OC: int, M: int, sms: int,
-                   smem_cap: int = 200 * 1024, i8: bool = False, vendor: str = "nvidia") -> FusedLaunch:
+                   smem_cap: int = 200 * 1024, i8: bool = False, vendor: str = "nvidia",
+                   block_smem: int = NVIDIA_BLOCK_SMEM) -> FusedLaunch:
     """The untuned split count. NVIDIA, M <= 16, fp16 activations: the split the SM-balance model
-    (:func:`_modeled_time`) rates fastest. Elsewhere: the fewest splits that give 3.5+ blocks per SM."""
+    (:func:`_modeled_time`) rates fastest. Elsewhere: the fewest splits that give 3.5+ blocks per SM.
+    ``smem_cap`` and ``block_smem``: the target's :func:`smem_caps`."""
     modeled = vendor == "nvidia" and M <= 16 and not i8
-    split = _balanced_splits(cfg, K, IC, OC, M, sms, smem_cap) if modeled else None
+    split = _balanced_splits(cfg, K, IC, OC, M, sms, smem_cap, block_smem) if modeled else None
     fitting = [] if modeled else _fitting_splits(cfg, K, IC, M, smem_cap, i8)
     if split is None and not fitting:
         raise ValueError(f"no split of IC={IC} fits shared memory for M={M} with {cfg}")

@@ -12,6 +12,7 @@ from typing import Any, Iterator, Optional
 from ..spec import KernelSpec, vendor_of
 from ..trellis import all_rate_codebooks
 from . import dense, fused, gemm, hadamard, prep, reconstruct, rowscale
+from .limits import AMD_LDS_BYTES as AMD_LDS_BYTES, block_smem_limit    # AMD_LDS_BYTES: re-exported
 
 DTYPES = ("f16", "bf16", "f32")
 FUSED_DTYPES = ("f16", "bf16")
@@ -51,7 +52,6 @@ def fused_supported(arch: str) -> bool:
     return vendor_of(arch) == "nvidia" or arch.startswith("gfx12")
 
 
-AMD_LDS_BYTES = 64 * 1024           # most LDS one workgroup may allocate on gfx12 (WGP mode)
 AMD_FUSED_MAX_M_TILES = 8
 """gfx12 ships m_tiles <= 8: at 16 m tiles the A operand alone (256 rows x 136 fp16 at the smallest
 K range) is 68 KiB > 64 KiB of LDS, and the epilogue's ``break`` out of its MT=16 loop leaves the
@@ -72,8 +72,8 @@ def dynamic_smem(spec: KernelSpec) -> Optional[int]:
 
 
 def smem_limit(arch: str) -> int:
-    """Most static + dynamic shared memory / LDS one block may use on ``arch``."""
-    return NVIDIA_SMEM_BYTES if vendor_of(arch) == "nvidia" else AMD_LDS_BYTES
+    """Most static + dynamic shared memory / LDS one block may use on ``arch`` (kernels.limits)."""
+    return block_smem_limit(arch)
 
 
 def check_fused_smem(arch: str, cfg, total: int) -> None:
@@ -86,20 +86,24 @@ def check_fused_smem(arch: str, cfg, total: int) -> None:
                          f"block), fewer stages, rows per stage or waves")
 
 
-def fused_fits(arch: str, cfg, K: float, i8: bool = False) -> bool:
-    """Whether ``cfg`` at rate K can launch on ``arch`` for at least the smallest M routed to it
-    (default_config), at the smallest input range a block takes (kr = 128): the LDS formula of
-    kernels/fused.smem_layout against the arch's per-workgroup limit. NVIDIA: always (its 227 KB
-    cap is checked per launch; clusters from sm_90 on)."""
-    if vendor_of(arch) == "nvidia":
-        return cfg.cluster == 1 or fused.has_clusters(arch)
-    if cfg.m_tiles > AMD_FUSED_MAX_M_TILES:
+def fused_fits(arch: str, cfg, K: float, i8: bool = False, M: Optional[int] = None) -> bool:
+    """Whether ``cfg`` at rate K can launch on ``arch`` for M rows (default: the smallest M routed to
+    it, default_config) at the smallest input range a block takes (kr = 128): the shared-memory
+    formula of kernels/fused.smem_layout against one block's limit on the arch (kernels.limits:
+    227 KiB on sm_90, 99 KiB on sm_86 / sm_89 / sm_120, 64 KiB of LDS on gfx12); clusters from sm_90
+    on; gfx12 up to AMD_FUSED_MAX_M_TILES m tiles."""
+    vendor = vendor_of(arch)
+    if cfg.cluster > 1 and not fused.has_clusters(arch):
         return False
-    if i8:
-        ms = [M for M in range(1, fused.I8_MAX_M + 1) if fused.default_config_i8(M, "amd") == cfg]
-    else:
-        ms = [M for M in range(1, fused.MAX_M + 1) if fused.default_config(M, "amd") == cfg]
-    return fused.smem_layout(cfg, K, min(ms or [16 * cfg.m_tiles]), 128, i8).total <= AMD_LDS_BYTES
+    if vendor == "amd" and cfg.m_tiles > AMD_FUSED_MAX_M_TILES:
+        return False
+    if M is None:
+        if i8:
+            ms = [m for m in range(1, fused.I8_MAX_M + 1) if fused.default_config_i8(m, vendor) == cfg]
+        else:
+            ms = [m for m in range(1, fused.MAX_M + 1) if fused.default_config(m, vendor) == cfg]
+        M = min(ms or [16 * cfg.m_tiles])
+    return fused.smem_layout(cfg, K, M, 128, i8).total <= block_smem_limit(arch)
 
 
 def shipped_specs(arch: str, full: bool = True) -> Iterator[tuple[KernelSpec, dict[str, Any]]]:

@@ -10,7 +10,7 @@ import torch
 
 from ..kernels import prep
 from ..kernels.fused import (ARGS, COLS, I8_MAX_M, MAX_M, SMEM_BUDGET, SWAP_MAX_M, ClusterSlots, FusedConfig, FusedLaunch,
-                             check_act_quant, default_config, default_config_for, default_config_i8, default_launch, has_clusters, render_extra, smem_layout, spec_for,
+                             check_act_quant, default_config, default_config_for, default_config_i8, default_launch, has_clusters, render_extra, smem_caps, smem_layout, spec_for,
                              swap_route, x_chunks)
 from ..kernels.registry import check_fused_smem, fused_fits
 from ..spec import nvidia_sm, vendor_of
@@ -157,9 +157,10 @@ def plan_for(dev: torch.device, K: float, codebook: str, IC: int, OC: int, in_dt
         else:
             source = "heuristic"
     vendor = vendor_of(arch)
+    budget, block = smem_caps(arch)
     if cfg is None:
         slots = cluster_slots(dev, K, codebook, in_dt, out_dt, M, IC) if launch is None else None
-        cfg = default_config_for(K, codebook, IC, OC, M, _sms(dev), vendor, SMEM_BUDGET[vendor], slots)
+        cfg = default_config_for(K, codebook, IC, OC, M, _sms(dev), vendor, budget, slots, block_smem=block)
     if 16 * cfg.m_tiles < M:
         raise ValueError(f"config {cfg} covers M <= {16 * cfg.m_tiles}, got M={M}")
     routed = swap_route(cfg, vendor, codebook, M, act_quant)
@@ -170,8 +171,8 @@ def plan_for(dev: torch.device, K: float, codebook: str, IC: int, OC: int, in_dt
     if (OC // COLS) % cfg.cluster:
         raise ValueError(f"config {cfg}: clusters of {cfg.cluster} column groups do not tile OC={OC} "
                          f"({OC // COLS} groups of {COLS})")
-    launch = launch or default_launch(cfg, K, IC, OC, M, _sms(dev), smem_cap=SMEM_BUDGET[vendor], i8=i8,
-                                     vendor=vendor)
+    launch = launch or default_launch(cfg, K, IC, OC, M, _sms(dev), smem_cap=budget, i8=i8, vendor=vendor,
+                                     block_smem=block)
     if not _fits(cfg, launch, IC, M):
         raise ValueError(f"launch {launch} does not tile IC={IC}: IC/S must be a multiple of 128 and of "
                          f"16*rows_per_stage={16 * cfg.rows_per_stage}")
@@ -249,13 +250,16 @@ def pdl_supported(arch: str) -> bool:
 
 def fused_handles(dev: torch.device, K: float, M: int, act_quant: Optional[str] = None) -> bool:
     """Whether the fused kernel takes a call of M rows on this device (else the dense-weight GEMM
-    path of ops/linear.py): M <= 256 (int8 activations: M <= 8), and on AMD only configurations
-    that fit 64 KiB of LDS."""
+    path of ops/linear.py): M <= 256 (int8 activations: M <= 8) where the untuned configuration
+    for M fits one block's shared memory (kernels.registry.fused_fits: e.g. not M = 256 at K = 8 on
+    a 99 KiB GPU, nor M > 128 on gfx12)."""
     arch = arch_of(dev)
+    if not 0 < M <= (I8_MAX_M if act_quant == "int8" else MAX_M):
+        return False
     if act_quant == "int8":
-        return 0 < M <= I8_MAX_M and fused_fits(arch, default_config_i8(M, vendor_of(arch)), K, i8=True)
+        return fused_fits(arch, default_config_i8(M, vendor_of(arch)), K, i8=True, M=M)
     cfg = default_config(M, vendor_of(arch))
-    return 0 < M <= MAX_M and 16 * cfg.m_tiles >= M and fused_fits(arch, cfg, K)
+    return 16 * cfg.m_tiles >= M and fused_fits(arch, cfg, K, M=M)
 
 
 def fused_linear(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] = None,
