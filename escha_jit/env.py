@@ -11,7 +11,7 @@
 | ``ESCHA_JIT_SID_CHROOT`` | the Debian sid chroot with real hipRTC (tests, CI) | ``<checkout>/.ci-cache/sid`` |
 | ``ESCHA_JIT_NVRTC_FLOOR`` | a virtual environment with the oldest NVRTC the ``cuda`` extra allows (tests, CI: scripts/nvrtc_floor.sh) | ``<checkout>/.ci-cache/nvrtc-floor`` |
 | ``ESCHA_JIT_NO_PDL`` | ``1``: launch the fused kernels as ordinary kernels, not as programmatic dependents (A/B timing; drivers without it) | off |
-| ``ESCHA_JIT_PREFILL`` | route of calls above the fused kernel's M: ``dense`` (dense weight + vendor GEMM) or ``gemm`` (the coded wgmma GEMM, Hopper only, experimental: slower today, benchmarks/RESULTS.md) | ``dense`` |
+| ``ESCHA_JIT_PREFILL`` | route of calls above 256 rows: ``dense`` (dense weight + vendor GEMM) or ``gemm`` (the coded wgmma GEMM, Hopper only, experimental: slower today, benchmarks/RESULTS.md) | ``dense`` |
 | ``ESCHA_JIT_SKIP_AMD`` | ``1``: skip the AMD toolchain tests (they fail otherwise when it is missing) | off |
 | ``ROCM_PATH``, ``CUDA_HOME`` / ``CUDA_PATH`` | where ROCm's / CUDA's headers are, when not in the usual places | |
 """

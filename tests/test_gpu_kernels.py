@@ -185,6 +185,16 @@ def test_linear_unfused_precomputed_weight_and_routing():
     assert torch.equal(linear(x, w), y)                                  # M > 256 takes the dense path
 
 
+def test_linear_routes_by_m_at_the_crossover():
+    """ops.linear sends M <= ROUTE_MAX_M (64 on NVIDIA) to the fused kernel and larger M to the
+    dense-weight path (faster there on the H200: benchmarks/bench_crossover.py): same bits as each."""
+    cut = F.ROUTE_MAX_M["nvidia"]
+    w = _layer(512, 384, 2.0, "mcg", 12)
+    for M, path in ((cut, F.fused_linear), (cut + 1, linear_unfused), (255, linear_unfused)):
+        x = torch.randn(M, 512, device=DEV).half()
+        assert torch.equal(linear(x, w), path(x, w)), M
+
+
 def test_linear_unfused_bad_input():
     w = _layer(256, 256, 2.0, "mcg", 8)
     with pytest.raises(ValueError, match="x has shape"):

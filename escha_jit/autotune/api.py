@@ -12,11 +12,12 @@ from typing import Iterable, Mapping, Optional, Sequence
 import torch
 
 from .. import __version__
-from ..kernels.fused import MAX_M, ClusterSlots, FusedConfig, default_config_for, default_launch, swap_route
+from ..kernels.fused import MAX_M, ROUTE_MAX_M, ClusterSlots, FusedConfig, default_config_for, default_launch, swap_route
 from ..nn import EschaLinear
 from ..offline import compile_all
 from ..ops.common import DTYPE_NAMES, arch_of
 from ..progress import Progress
+from ..spec import vendor_of
 from .candidates import Candidate, fused_candidates
 from .search import successive_halving
 from .shapes import LayerShape
@@ -106,7 +107,8 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
          shapes: Optional[Iterable[LayerShape]] = None,
          grid: Optional[Mapping[str, Sequence[int]]] = None, levels: bool = True) -> TuneReport:
     """Measure and record the best fused-kernel configuration of every (shape, dtype, M bucket)
-    of the model's coded projections. Writes the user table in the cache dir (it wins over the
+    of the model's coded projections that ops.linear routes to the fused kernel (buckets above
+    kernels.fused.ROUTE_MAX_M of the device's vendor take the dense-weight path and are skipped). Writes the user table in the cache dir (it wins over the
     shipped one) after every problem, so an interrupted run keeps what it measured, unless ``save``
     is False. ``budget_s`` bounds each problem's search; ``grid``
     widens or narrows the searched axes (see tune_grid). On NVIDIA each winner is then tried at
@@ -118,7 +120,7 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
     arch = arch_of(dev)
     sms = torch.cuda.get_device_properties(dev).multi_processor_count
     shapes = list(shapes) if shapes is not None else layer_shapes(model_or_layers)
-    buckets = sorted({b for b in m_buckets if b <= MAX_M})
+    buckets = sorted({b for b in m_buckets if b <= ROUTE_MAX_M[vendor_of(arch)]})
     problems = [Problem(s.IC, s.OC, s.K, s.codebook, M, dt) for s in shapes for dt in dtypes for M in buckets]
     bar = Progress(len(problems) + 1, "tune", enabled=progress)
     timers, specs = [], {}                             # timers: (problem, candidates, heuristic's)
@@ -184,7 +186,6 @@ def heuristic_candidate(p, sms: int, arch: str = "sm_90", cluster_slots: Optiona
     """What an untuned call of problem ``p`` runs (the config and launch of ops/fused.py plan_for;
     ``cluster_slots`` as there, None: no clusters)."""
     from ..kernels.fused import smem_caps
-    from ..spec import vendor_of
     vendor = vendor_of(arch)
     budget, block = smem_caps(arch)
     cfg = default_config_for(p.K, p.codebook, p.IC, p.OC, p.M, sms, vendor, budget, cluster_slots, block_smem=block)

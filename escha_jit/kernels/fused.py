@@ -29,6 +29,14 @@ COLS = 128
 ARGS = ("ptr", "i64", "ptr", "i64", "ptr", "ptr", "ptr", "ptr", "ptr", "ptr",
         "i32", "i32", "i32", "i32", "i32", "i32", "ptr", "ptr", "i32", "i32", "i32", "ptr", "ptr", "i32")
 MAX_M = 256
+# Largest M that ops.linear routes to the fused kernel; above it the dense-weight path (the weight
+# built once per call, then the vendor GEMM) is faster. NVIDIA: measured on the H200 (benchmarks/
+# bench_crossover.py, RESULTS.md session 33): the untuned fused kernel takes 0.34-0.64x the dense
+# path's time at M = 32-64 on the large shapes, but 1.05-1.4x at M = 128 and 3-4x at M = 256 (on
+# 4096x4096 the paths tie at M = 64 and the fused one loses from M = 80). AMD gfx12: the m-tile
+# limit (registry.AMD_FUSED_MAX_M_TILES, 64 KiB of LDS), not measured. fused_linear itself takes
+# M <= MAX_M on either vendor.
+ROUTE_MAX_M = {"nvidia": 64, "amd": 128}
 # dynamic shared memory a launch may take: NVIDIA a Hopper SM's share for ~1 block; AMD gfx12 keeps
 # blocks at <= 40 KiB so that 3 fit the 128 KiB of a WGP (the hardware limit is 64 KiB per block)
 SMEM_BUDGET = {"nvidia": 200 * 1024, "amd": 40 * 1024}

@@ -9,7 +9,7 @@ from typing import Optional
 import torch
 
 from ..kernels import prep
-from ..kernels.fused import (ARGS, COLS, I8_MAX_M, MAX_M, SMEM_BUDGET, SWAP_MAX_M, ClusterSlots, FusedConfig, FusedLaunch,
+from ..kernels.fused import (ARGS, COLS, I8_MAX_M, MAX_M, ROUTE_MAX_M, SMEM_BUDGET, SWAP_MAX_M, ClusterSlots, FusedConfig, FusedLaunch,
                              check_act_quant, default_config, default_config_for, default_config_i8, default_launch, has_clusters, render_extra, smem_caps, smem_layout, spec_for,
                              swap_route, x_chunks)
 from ..kernels.registry import check_fused_smem, fused_fits
@@ -249,12 +249,12 @@ def pdl_supported(arch: str) -> bool:
 
 
 def fused_handles(dev: torch.device, K: float, M: int, act_quant: Optional[str] = None) -> bool:
-    """Whether the fused kernel takes a call of M rows on this device (else the dense-weight GEMM
-    path of ops/linear.py): M <= 256 (int8 activations: M <= 8) where the untuned configuration
-    for M fits one block's shared memory (kernels.registry.fused_fits: e.g. not M = 256 at K = 8 on
-    a 99 KiB GPU, nor M > 128 on gfx12)."""
+    """Whether ops.linear sends a call of M rows on this device to the fused kernel (else the
+    dense-weight GEMM path of ops/linear.py): M <= ROUTE_MAX_M of the vendor (NVIDIA 64: above it
+    the dense path was faster on the H200; int8 activations: M <= 8) where the untuned
+    configuration for M fits one block's shared memory (kernels.registry.fused_fits)."""
     arch = arch_of(dev)
-    if not 0 < M <= (I8_MAX_M if act_quant == "int8" else MAX_M):
+    if not 0 < M <= (I8_MAX_M if act_quant == "int8" else ROUTE_MAX_M[vendor_of(arch)]):
         return False
     if act_quant == "int8":
         return fused_fits(arch, default_config_i8(M, vendor_of(arch)), K, i8=True, M=M)
