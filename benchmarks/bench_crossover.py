@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from escha_jit.ops.fused import fused_linear  # noqa: E402
 from escha_jit.ops.linear import linear_unfused  # noqa: E402
-from bench_linear import SHAPES, bench_dense, n_copies, random_layers, run_meta, time_graph  # noqa: E402
+from bench_linear import bench_dense, n_copies, parse_shapes, random_layers, run_meta, time_graph  # noqa: E402
 
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
 
@@ -34,7 +34,7 @@ def main(argv=None) -> None:
     ap.add_argument("--dtypes", default="f16,bf16")
     args = ap.parse_args(argv)
     dev = torch.device("cuda")
-    shapes = ([tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")] if args.shapes else SHAPES)
+    shapes = parse_shapes(args.shapes)
     ms = [int(m) for m in args.ms.split(",")]
     rows = []
     print(f"{'shape':>12} {'K':>3} {'cb':>4} {'dt':>4} {'M':>4} {'fused us':>9} {'dense us':>9} "

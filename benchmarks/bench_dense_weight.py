@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from escha_jit.ops.dense import dense_weight  # noqa: E402
 from escha_jit.trellis import tile_words  # noqa: E402
-from bench_linear import SHAPES, n_copies, random_layers, run_meta, time_graph  # noqa: E402
+from bench_linear import n_copies, parse_shapes, random_layers, run_meta, time_graph  # noqa: E402
 
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
 
@@ -44,7 +44,7 @@ def main(argv=None) -> None:
     ap.add_argument("--dtypes", default="f16")
     args = ap.parse_args(argv)
     dev = torch.device("cuda")
-    shapes = ([tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")] if args.shapes else SHAPES)
+    shapes = parse_shapes(args.shapes)
     rows = []
     print(f"{'shape':>12} {'K':>4} {'cb':>5} {'dtype':>5} {'us':>9} {'Gweights/s':>11} {'GB/s':>7}")
     for IC, OC in shapes:

@@ -44,6 +44,11 @@ def run_meta() -> dict:
                 gpu=torch.cuda.get_device_name(), torch=torch.__version__, cuda=torch.version.cuda)
 
 
+def parse_shapes(text) -> list[tuple[int, int]]:
+    """'4096x4096,8192x28672' -> [(IC, OC), ...]; empty or None: the four PERF.md shapes."""
+    return [tuple(int(v) for v in s.split("x")) for s in text.split(",")] if text else list(SHAPES)
+
+
 def n_copies(bytes_per_copy: int) -> int:
     return max(8, min(64, math.ceil(3 * L2_BYTES / bytes_per_copy)))
 
@@ -118,7 +123,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     dev = torch.device("cuda")
     torch.manual_seed(0)
-    shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")] if args.shapes else SHAPES
+    shapes = parse_shapes(args.shapes)
     ks = [float(k) for k in args.ks.split(",")]
     cbs = args.codebooks.split(",")
     dts = {"f16": torch.float16, "bf16": torch.bfloat16}
