@@ -1,7 +1,8 @@
 """Where the fused kernel (ops.fused, M <= 256) and the dense-weight path (ops.linear.linear_unfused:
 the weight built once per call, then the vendor GEMM) cross over, per shape, K and activation dtype:
-microseconds per call of each at M rows, their ratio, and dense bf16 at the same M. ops.linear
-routes M <= 256 (fused_handles) to the fused kernel; this says whether that bound is right.
+microseconds per call of each at M rows, their ratio, and dense bf16 at the same M (``--gemm``:
+also the coded wgmma GEMM of ops.gemm, sm_90). ops.linear routes M <= kernels.fused.ROUTE_MAX_M
+(fused_handles) to the fused kernel; this says where that bound belongs.
 One CUDA graph of calls over distinct layers per case, as bench_linear.py times.
 
     python benchmarks/bench_crossover.py --ms 32,64,128,192,256 --out crossover.json
@@ -32,13 +33,16 @@ def main(argv=None) -> None:
     ap.add_argument("--ks", default="2,4")
     ap.add_argument("--codebooks", default="mcg")
     ap.add_argument("--dtypes", default="f16,bf16")
+    ap.add_argument("--gemm", action="store_true", help="also time the coded GEMM (ops.gemm, sm_90)")
     args = ap.parse_args(argv)
+    if args.gemm:
+        from escha_jit.ops.gemm import coded_gemm
     dev = torch.device("cuda")
     shapes = parse_shapes(args.shapes)
     ms = [int(m) for m in args.ms.split(",")]
     rows = []
     print(f"{'shape':>12} {'K':>3} {'cb':>4} {'dt':>4} {'M':>4} {'fused us':>9} {'dense us':>9} "
-          f"{'fused/dense':>11} {'bf16 us':>8}")
+          f"{'fused/dense':>11} {'bf16 us':>8}" + (f" {'gemm us':>8} {'gemm/dense':>10}" if args.gemm else ""))
     for IC, OC in shapes:
         bf16 = {M: bench_dense(IC, OC, M, dev, n_copies(2 * IC * OC)) for M in ms}
         for K in (float(k) for k in args.ks.split(",")):
@@ -51,10 +55,16 @@ def main(argv=None) -> None:
                         t_f = time_graph([lambda w=w, y=y: fused_linear(x, w, out=y) for w, y in zip(layers, ys)])
                         t_d = time_graph([lambda w=w, y=y: linear_unfused(x, w, out=y) for w, y in zip(layers, ys)],
                                          replays=10)
-                        rows.append(dict(IC=IC, OC=OC, K=K, codebook=cb, dtype=dt, M=M, fused_us=t_f, dense_us=t_d,
-                                         bf16_us=bf16[M]))
+                        row = dict(IC=IC, OC=OC, K=K, codebook=cb, dtype=dt, M=M, fused_us=t_f, dense_us=t_d,
+                                   bf16_us=bf16[M])
+                        extra = ""
+                        if args.gemm:
+                            row["gemm_us"] = t_g = time_graph(
+                                [lambda w=w, y=y: coded_gemm(x, w, out=y) for w, y in zip(layers, ys)], replays=10)
+                            extra = f" {t_g:>8.1f} {t_g / t_d:>10.3f}"
+                        rows.append(row)
                         print(f"{IC:>5}x{OC:<6} {K:>3g} {cb:>4} {dt:>4} {M:>4} {t_f:>9.1f} {t_d:>9.1f} "
-                              f"{t_f / t_d:>11.3f} {bf16[M]:>8.1f}", flush=True)
+                              f"{t_f / t_d:>11.3f} {bf16[M]:>8.1f}" + extra, flush=True)
                 del layers
                 torch.cuda.empty_cache()
     with open(args.out, "w") as f:

@@ -2,6 +2,7 @@
 scripts/device_run.sh before a kernel issue is resolved)."""
 
 import dataclasses
+import math
 
 import pytest
 import torch
@@ -193,6 +194,25 @@ def test_linear_routes_by_m_at_the_crossover():
     for M, path in ((cut, F.fused_linear), (cut + 1, linear_unfused), (255, linear_unfused)):
         x = torch.randn(M, 512, device=DEV).half()
         assert torch.equal(linear(x, w), path(x, w)), M
+
+
+def test_linear_routes_mid_m_to_the_coded_gemm_on_wide_layers():
+    """M = 65..256 on a layer whose OC / 128 blocks fill the GPU takes the coded GEMM on sm_90
+    (kernels.gemm.takes_mid_m), with the same bits; M = 257 the dense path again."""
+    from escha_jit.kernels import gemm as gemm_kernels
+    from escha_jit.ops.gemm import coded_gemm, gemm_available
+    if not gemm_available(torch.device(DEV)):
+        pytest.skip("the coded GEMM needs sm_90")
+    groups = math.ceil(gemm_kernels.MID_M_MIN_GROUPS_PER_SM * F.sm_count(torch.device(DEV)))
+    w = _layer(256, 128 * groups, 3.0, "mul1", 13)
+    for M in (F.ROUTE_MAX_M["nvidia"] + 1, 200, 256):
+        assert gemm_kernels.takes_mid_m(w.OC, M, F.sm_count(torch.device(DEV)))
+        x = torch.randn(M, 256, device=DEV).to(torch.bfloat16)
+        y = linear(x, w)
+        assert torch.equal(y, coded_gemm(x, w)), M
+        assert rel_rms(y, x.double().cpu() @ R.dense_weight(w.to("cpu"))) < TOL[torch.bfloat16]
+    x = torch.randn(257, 256, device=DEV).half()
+    assert torch.equal(linear(x, w), linear_unfused(x, w))
 
 
 def test_linear_unfused_bad_input():

@@ -113,7 +113,8 @@ class Plan:
 _PLANS: dict[tuple, Plan] = {}
 
 
-def _sms(device: torch.device) -> int:
+def sm_count(device: torch.device) -> int:
+    """Streaming multiprocessors (NVIDIA) / compute units (AMD) of a GPU, cached per device index."""
     idx = device.index if device.index is not None else torch.cuda.current_device()
     if idx not in _SMS:
         _SMS[idx] = torch.cuda.get_device_properties(idx).multi_processor_count
@@ -160,7 +161,7 @@ def plan_for(dev: torch.device, K: float, codebook: str, IC: int, OC: int, in_dt
     budget, block = smem_caps(arch)
     if cfg is None:
         slots = cluster_slots(dev, K, codebook, in_dt, out_dt, M, IC) if launch is None else None
-        cfg = default_config_for(K, codebook, IC, OC, M, _sms(dev), vendor, budget, slots, block_smem=block)
+        cfg = default_config_for(K, codebook, IC, OC, M, sm_count(dev), vendor, budget, slots, block_smem=block)
     if 16 * cfg.m_tiles < M:
         raise ValueError(f"config {cfg} covers M <= {16 * cfg.m_tiles}, got M={M}")
     routed = swap_route(cfg, vendor, codebook, M, act_quant)
@@ -171,7 +172,7 @@ def plan_for(dev: torch.device, K: float, codebook: str, IC: int, OC: int, in_dt
     if (OC // COLS) % cfg.cluster:
         raise ValueError(f"config {cfg}: clusters of {cfg.cluster} column groups do not tile OC={OC} "
                          f"({OC // COLS} groups of {COLS})")
-    launch = launch or default_launch(cfg, K, IC, OC, M, _sms(dev), smem_cap=budget, i8=i8, vendor=vendor,
+    launch = launch or default_launch(cfg, K, IC, OC, M, sm_count(dev), smem_cap=budget, i8=i8, vendor=vendor,
                                      block_smem=block)
     if not _fits(cfg, launch, IC, M):
         raise ValueError(f"launch {launch} does not tile IC={IC}: IC/S must be a multiple of 128 and of "
@@ -185,7 +186,7 @@ def plan_for(dev: torch.device, K: float, codebook: str, IC: int, OC: int, in_dt
         pk = prep_kernel(dev, in_dt, words=bool(cfg.swap))
     p = _PLANS[key] = Plan(cfg, launch, layout, k, pk,
                            pdl_supported(arch), source,
-                           1 if cfg.swap else x_chunks((OC // COLS) * launch.splits, _sms(dev) * cfg.min_blocks))
+                           1 if cfg.swap else x_chunks((OC // COLS) * launch.splits, sm_count(dev) * cfg.min_blocks))
     return p
 
 
@@ -225,7 +226,7 @@ def run_prep(kernel, x: torch.Tensor, w: LinearWeights, xh: torch.Tensor, xh_exp
     int32 buffer of >= kernels.prep.buffer_words(M, IC), laid out as it says). Each row is split over
     ``segments`` blocks (default kernels.prep.segments: several for decode's few rows)."""
     M = x.shape[0]
-    P, seg_blocks = prep.segments(M, w.IC, _sms(x.device), segments)
+    P, seg_blocks = prep.segments(M, w.IC, sm_count(x.device), segments)
     sync = scratch.prep_sync(x.device, M)
     kernel.launch((M, P), (prep.threads_for(M),),
                   (x, x.stride(0), w.rin, w.s_in, xh, xh_exp, w.IC, w.logical_in, seg_blocks, sync),

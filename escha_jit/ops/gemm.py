@@ -13,8 +13,9 @@ from .fused import prep_kernel, run_prep, scratch
 
 
 def gemm_available(dev: torch.device) -> bool:
-    """Whether the coded GEMM runs on ``dev``: NVIDIA sm_90 (wgmma). ops/linear routes prefill to
-    it only with ESCHA_JIT_PREFILL=gemm (today it is slower than the dense-weight path)."""
+    """Whether the coded GEMM runs on ``dev``: NVIDIA sm_90 (wgmma). ops/linear routes calls of one
+    token block (65..256 rows) on wide layers to it (kernels.gemm.takes_mid_m), larger ones only
+    with ESCHA_JIT_PREFILL=gemm (there it is slower than the dense-weight path today)."""
     return dev.type == "cuda" and torch.version.hip is None and gemm.supported(arch_of(dev))
 
 
@@ -22,11 +23,11 @@ def coded_gemm(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] = 
                bias32: Optional[torch.Tensor] = None) -> torch.Tensor:
     """y [M, out_features] = x [M, in_features] @ W (+ bias) with the weights decoded inside the
     GEMM (two launches: the prep kernel rotates x once into an fp16 scratch buffer, then the
-    GEMM). Any M >= 1; meant for prefill (M in the hundreds and up). Experimental: on the H200 it
-    runs at 0.48-0.72x dense bf16 where the dense-weight path runs at 0.59-0.98x (same shapes,
-    faster than it only at 8192x28672 M = 1024; benchmarks/RESULTS.md session 11,
-    docs/PREFILL_GEMM.md), so ops/linear takes it only with
-    ESCHA_JIT_PREFILL=gemm.
+    GEMM). Any M >= 1. At one token block (M <= 256) with OC / 128 column groups that fill the GPU
+    it takes 0.50-0.64x the dense-weight path's time on the H200, so ops/linear sends such calls
+    here (kernels.gemm.takes_mid_m; benchmarks/RESULTS.md session 33). At prefill sizes it runs at
+    0.48-0.72x dense bf16 where the dense-weight path runs faster (session 11,
+    docs/PREFILL_GEMM.md), so ops/linear takes it there only with ESCHA_JIT_PREFILL=gemm.
 
     ``x`` fp16 / bf16 / fp32 with unit last stride; ``out`` an optional [M, out_features] view with
     unit last stride (its dtype is the output dtype, default x's); ``bias32`` the bias as fp32.

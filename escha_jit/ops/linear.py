@@ -1,9 +1,10 @@
 """The GPU linear for any M. Up to kernels.fused.ROUTE_MAX_M rows (NVIDIA 64, AMD 128) the fused
-single-launch kernel of ops/fused.py; above, the dense path (or, opt-in with ESCHA_JIT_PREFILL=gemm
-on Hopper above 256 rows, the experimental coded wgmma GEMM of ops/gemm.py, weights decoded inside
-the GEMM): the original-basis weight W = diag(s_in*rin) Hb What Hb diag(rout*s_out) is built once
-per call in fp16 (ops/dense.py) and one vendor GEMM computes y = x @ W (+ bias), so no Hadamard or
-scale touches the activations.
+single-launch kernel of ops/fused.py. Above, on Hopper up to 256 rows (one token block), the coded
+wgmma GEMM of ops/gemm.py (weights decoded inside the GEMM) where its column groups fill the GPU
+(kernels.gemm.takes_mid_m: OC >= ~12.7k on an H200), and above 256 rows with ESCHA_JIT_PREFILL=gemm.
+Otherwise the dense path: the original-basis weight W = diag(s_in*rin) Hb What Hb diag(rout*s_out)
+is built once per call in fp16 (ops/dense.py) and one vendor GEMM computes y = x @ W (+ bias), so
+no Hadamard or scale touches the activations.
 
 fp16 activations with an fp16 output go straight into cuBLAS / hipBLASLt (bias via addmm). bf16
 and fp32 activations keep the 1e-3 error budget without a bf16 weight (its rounding alone costs
@@ -19,12 +20,12 @@ from typing import Optional
 import torch
 
 from .. import env
-from ..kernels import rowscale
+from ..kernels import gemm, rowscale
 from ..reference import LinearWeights
 from ..kernels.fused import check_act_quant
 from .common import DTYPE_NAMES, arch_of, check_call, check_tensor, kernel_for
 from .dense import dense_weight
-from .fused import MAX_M, fused_handles, fused_linear
+from .fused import MAX_M, fused_handles, fused_linear, sm_count
 from .gemm import coded_gemm, gemm_available
 
 log = logging.getLogger(__name__)
@@ -32,9 +33,10 @@ log = logging.getLogger(__name__)
 
 def linear(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] = None,
            bias32: Optional[torch.Tensor] = None, act_quant: Optional[str] = None) -> torch.Tensor:
-    """The GPU linear: the fused single-launch kernel for M <= ROUTE_MAX_M (NVIDIA 64, AMD 128),
-    dense W + vendor GEMM above (ESCHA_JIT_PREFILL=gemm: the coded GEMM of ops/gemm.py on Hopper
-    above 256 rows).
+    """The GPU linear: the fused single-launch kernel for M <= ROUTE_MAX_M (NVIDIA 64, AMD 128);
+    above, the coded GEMM of ops/gemm.py on Hopper for M <= 256 where its blocks fill the GPU
+    (kernels.gemm.takes_mid_m) and, with ESCHA_JIT_PREFILL=gemm, for M > 256; else dense W +
+    vendor GEMM.
 
     ``act_quant='int8'`` (opt-in, mul1 layers only) sends decode-sized calls (M <= 8) to the
     int8-activation kernels; larger M keep the exact fp16 route."""
@@ -43,7 +45,9 @@ def linear(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] = None
         return fused_linear(x, w, out=out, bias32=bias32, act_quant=act_quant)
     if fused_handles(w.code.device, w.K, x.shape[0]):
         return fused_linear(x, w, out=out, bias32=bias32)
-    if env.prefill_route() == "gemm" and x.shape[0] > MAX_M and gemm_available(w.code.device):
+    M = x.shape[0]
+    if gemm_available(w.code.device) and (gemm.takes_mid_m(w.OC, M, sm_count(w.code.device))
+                                          or (M > MAX_M and env.prefill_route() == "gemm")):
         return coded_gemm(x, w, out=out, bias32=bias32)
     return linear_unfused(x, w, out=out, bias32=bias32)
 
