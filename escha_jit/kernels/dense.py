@@ -16,9 +16,10 @@ OUT_DTYPES = ("f16", "bf16")
 ARGS = ("ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "i32", "i32", "i64")
 
 
-# resident blocks per SM the registers are capped for: NVIDIA 2 (128 registers: pass 1 holds 8 tiles'
-# words and 64 fp32 sums, pass 2 64 fp32 values; 3 x 69 KiB of shared memory would fit but not 3 x
-# 256 x 128 registers); gfx12: one 64 KiB block per CU whatever the VGPRs
+# resident blocks per SM the registers are capped for: NVIDIA 3 (80 registers, no spills: pass 1
+# holds 8 tiles' words and 64 fp32 sums, pass 2 64 fp32 values; 3 x 69 KiB of shared memory fit;
+# 3 blocks measured 0.93x the time of 2, RESULTS.md session 33); gfx12: one 64 KiB block per CU
+# whatever the VGPRs
 MIN_BLOCKS = {"nvidia": 3, "amd": 1}
 
 

@@ -9,7 +9,7 @@ from typing import Optional
 import torch
 
 from ..kernels import prep
-from ..kernels.fused import (ARGS, COLS, I8_MAX_M, MAX_M, ROUTE_MAX_M, SMEM_BUDGET, SWAP_MAX_M, ClusterSlots, FusedConfig, FusedLaunch,
+from ..kernels.fused import (ARGS, COLS, I8_MAX_M, MAX_M, ROUTE_MAX_M, SWAP_MAX_M, ClusterSlots, FusedConfig, FusedLaunch,
                              check_act_quant, default_config, default_config_for, default_config_i8, default_launch, has_clusters, render_extra, smem_caps, smem_layout, spec_for,
                              swap_route, x_chunks)
 from ..kernels.registry import check_fused_smem, fused_fits
@@ -121,8 +121,8 @@ def sm_count(device: torch.device) -> int:
     return _SMS[idx]
 
 
-def _fits_smem(cfg: FusedConfig, launch: FusedLaunch, K: float, IC: int, M: int, vendor: str) -> bool:
-    return IC % launch.splits == 0 and smem_layout(cfg, K, M, IC // launch.splits).total <= SMEM_BUDGET[vendor]
+def _fits_smem(cfg: FusedConfig, launch: FusedLaunch, K: float, IC: int, M: int, budget: int) -> bool:
+    return IC % launch.splits == 0 and smem_layout(cfg, K, M, IC // launch.splits).total <= budget
 
 
 def _fits(cfg: FusedConfig, launch: FusedLaunch, IC: int, M: int) -> bool:
@@ -165,7 +165,7 @@ def plan_for(dev: torch.device, K: float, codebook: str, IC: int, OC: int, in_dt
     if 16 * cfg.m_tiles < M:
         raise ValueError(f"config {cfg} covers M <= {16 * cfg.m_tiles}, got M={M}")
     routed = swap_route(cfg, vendor, codebook, M, act_quant)
-    if routed != cfg and (launch is None or _fits_smem(routed, launch, K, IC, M, vendor)):
+    if routed != cfg and (launch is None or _fits_smem(routed, launch, K, IC, M, budget)):
         cfg = routed
     if cfg.dot and M != 1:
         raise ValueError(f"config {cfg}: the dot route takes M = 1, got M={M}")

@@ -31,7 +31,7 @@ inline void host_syncthreads() { host_barrier->arrive_and_wait(); }
 #define ESCHA_ALIGN(n)
 #include ESCHA_KERNEL_SOURCE
 
-alignas(16) float S[128 * 136 + 128];   // the kernel's `extern __shared__ float S[]` (the larger layout); THREADS: the kernel's
+alignas(16) float S[128 * 136 + 128];   // the kernel's `extern __shared__ float S[]`, sized for its larger (NVIDIA) layout
 
 int main(int argc, char** argv) {
     if (argc != 3) { std::fprintf(stderr, "usage: dense_host IN OUT\n"); return 2; }
