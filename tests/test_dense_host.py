@@ -28,8 +28,8 @@ def host_cxx() -> str:
 
 
 @functools.cache
-def host_binary(K: float, cb: str, dt: str, layout: str) -> str:
-    spec = dense.spec_for({"nvidia": "sm_90", "amd": "gfx1201"}[layout], K, cb, dt)
+def host_binary(K: float, cb: str, dt: str, layout: str, amax: bool = False) -> str:
+    spec = dense.spec_for({"nvidia": "sm_90", "amd": "gfx1201"}[layout], K, cb, dt, amax=amax)
     d = tempfile.mkdtemp(prefix="escha_dense_host_")
     src = os.path.join(d, "kernel.inc")
     with open(src, "w") as f:
@@ -45,7 +45,8 @@ def host_binary(K: float, cb: str, dt: str, layout: str) -> str:
     return out
 
 
-def run_host(w: R.LinearWeights, dt: str, layout: str) -> torch.Tensor:
+def run_host(w: R.LinearWeights, dt: str, layout: str, amax: bool = False) -> tuple[torch.Tensor, float]:
+    """(W as the kernel rounds it, the float its amax_bits ends at: max |W|, or 0 without amax)"""
     IC, OC = w.IC, w.OC
     parts = [np.array([IC, OC, w.s_in is not None, w.s_out is not None], np.int32).tobytes(),
              w.code.numpy().tobytes(), w.rin.numpy().tobytes()]
@@ -58,9 +59,10 @@ def run_host(w: R.LinearWeights, dt: str, layout: str) -> torch.Tensor:
         fin, fout = os.path.join(d, "in.bin"), os.path.join(d, "out.bin")
         with open(fin, "wb") as f:
             f.write(b"".join(parts))
-        subprocess.run([host_binary(w.K, w.codebook, dt, layout), fin, fout], check=True)
-        bits = np.fromfile(fout, np.int16).reshape(IC, OC)
-    return torch.from_numpy(bits).view(DTYPES[dt])
+        subprocess.run([host_binary(w.K, w.codebook, dt, layout, amax), fin, fout], check=True)
+        raw = np.fromfile(fout, np.uint8)
+    bits = raw[:2 * IC * OC].view(np.int16).reshape(IC, OC)
+    return torch.from_numpy(bits.copy()).view(DTYPES[dt]), float(raw[2 * IC * OC:].view(np.float32)[0])
 
 
 def ulps(a: torch.Tensor, b: torch.Tensor) -> int:
@@ -80,6 +82,19 @@ def ulps(a: torch.Tensor, b: torch.Tensor) -> int:
 @pytest.mark.parametrize("layout", ["nvidia", "amd"])
 def test_dense_kernel_on_host_within_one_ulp(K, cb, IC, OC, escha, dt, layout):
     w = random_layer(IC, OC, K, cb, seed=int(2 * K), escha_scales=escha)
-    got = run_host(w, dt, layout)
+    got, amax = run_host(w, dt, layout)
     ref = R.dense_weight(w, torch.float64).to(DTYPES[dt])
     assert ulps(got, ref) <= 1
+    assert amax == 0.0                                  # amax_bits untouched without `amax`
+
+
+@pytest.mark.parametrize("layout", ["nvidia", "amd"])
+def test_dense_kernel_amax_is_max_abs_weight(layout):
+    # the variant the bf16 prefill path bounds its fp16 GEMM with: same W, and max |W| of the fp32
+    # values before the rounding (so within fp32 rounding of the float64 reference's max)
+    w = random_layer(256, 256, 3.0, "mcg", seed=11, escha_scales=True)
+    got, amax = run_host(w, "f16", layout, amax=True)
+    exact = R.dense_weight(w, torch.float64)
+    assert ulps(got, exact.to(torch.float16)) <= 1
+    assert abs(amax - float(exact.abs().max())) <= 1e-6 * float(exact.abs().max())
+    assert amax * (1 + 2 ** -11) >= float(got.float().abs().max())

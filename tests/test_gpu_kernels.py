@@ -180,10 +180,55 @@ def test_linear_unfused_large_activations_bf16_no_overflow():
 
 def test_linear_unfused_precomputed_weight_and_routing():
     w = _layer(512, 384, 4.0, "mul1", 9, bias=True, escha=False)
-    x = torch.randn(300, 512, device=DEV).to(torch.bfloat16)
+    xh = torch.randn(300, 512, device=DEV).half()
+    assert torch.equal(linear_unfused(xh, w, weight=dense_weight(w)), linear_unfused(xh, w))
+    x = xh.to(torch.bfloat16)
     y = linear_unfused(x, w)
-    assert torch.equal(linear_unfused(x, w, weight=dense_weight(w)), y)
     assert torch.equal(linear(x, w), y)                                  # M > 256 takes the dense path
+    # a caller's weight carries no bound on |W|: its GEMM writes fp32, the own build's fp16
+    ref = x.double().cpu() @ R.dense_weight(w.to("cpu")) + w.bias.double().cpu()
+    assert rel_rms(linear_unfused(x, w, weight=dense_weight(w)), ref) < TOL[torch.bfloat16]
+
+
+def _scaled_layer(IC, OC, K, cb, seed, out_scale):
+    w = _layer(IC, OC, K, cb, seed)
+    return dataclasses.replace(w, s_out=w.s_out * out_scale)
+
+
+def test_dense_weight_reports_max_abs():
+    w = _layer(512, 384, 3.0, "mcg", 21)
+    amax = torch.zeros(1, dtype=torch.int32, device=DEV)
+    W = dense_weight(w, torch.float16, amax=amax)
+    exact = float(R.dense_weight(w.to("cpu"), torch.float64).abs().max())
+    got = float(amax.view(torch.float32))
+    assert abs(got - exact) <= 1e-6 * exact and got * (1 + 2 ** -11) >= float(W.float().abs().max())
+    assert torch.equal(W, dense_weight(w, torch.float16))                # same weight as without amax
+    dense_weight(_scaled_layer(512, 384, 3.0, "mcg", 21, 0.5), torch.float16, amax=amax)
+    assert float(amax.view(torch.float32)) == got                        # a max: a smaller W keeps it
+    with pytest.raises(TypeError, match="amax must be int32"):
+        dense_weight(w, amax=torch.zeros(1, device=DEV))
+
+
+@pytest.mark.parametrize("xdt", [torch.bfloat16, torch.float32])
+def test_linear_unfused_fp16_gemm_output_is_bounded(xdt):
+    """bf16 / fp32 activations into a 16-bit output: the GEMM writes fp16, with each row of x
+    scaled so no output can overflow it (here outputs reach millions; fp16 ends at 65504), and
+    rows of tiny values scaled up into fp16's normal range."""
+    w = _scaled_layer(1024, 512, 2.0, "mcg", 22, 3e3)
+    W64 = R.dense_weight(w.to("cpu"))
+    x = torch.randn(300, 1024, device=DEV) * 40
+    x[5] *= 1e-12                                                        # below fp16's subnormals
+    x[6] = 0
+    x = x.to(xdt)
+    ref = x.double().cpu() @ W64
+    assert float(ref.abs().max()) > 1e6
+    y = unfused_to(x, w, torch.bfloat16)
+    assert torch.isfinite(y.float()).all()
+    assert rel_rms(y, ref) < TOL[torch.bfloat16] and rel_rms(y[5], ref[5]) < TOL[torch.bfloat16]
+    assert (y[6] == 0).all()
+    xs = (x.float() * 1e-3).to(xdt)                                      # outputs that fit an fp16 output
+    y = unfused_to(xs, w, torch.float16)
+    assert rel_rms(y, xs.double().cpu() @ W64) < TOL[torch.float16]
 
 
 def test_linear_routes_by_m_at_the_crossover():

@@ -36,7 +36,8 @@ def model_specs(arch: str, shapes: Iterable[LayerShape], dtypes: Sequence[str] =
     """Every specialization a model with these projections can dispatch to on ``arch``: the
     fused kernel under each default configuration (the heuristic covers any M <= 256) and each
     tuned entry, the prep kernel, and the prefill paths (the fp16 dense weight of each shape, and
-    the row-scaling kernels around its GEMM for bf16 / fp32 activations; on Hopper also the
+    the row-scaling kernels around its GEMM for bf16 / fp32 activations, with bf16 the dense
+    weight's variant that reports max |W|; on Hopper also the
     opt-in coded GEMM of each shape)."""
     out: dict[KernelSpec, dict] = {}
 
@@ -49,7 +50,11 @@ def model_specs(arch: str, shapes: Iterable[LayerShape], dtypes: Sequence[str] =
         add(s, dense.render_extra(s))
     for dt in dtypes:
         if dt != "f16":                                     # fp16 activations go straight to the GEMM
-            for s in (rowscale.spec_in(arch, dt), rowscale.spec_out(arch, dt)):
+            bounded = rowscale.bounded(dt, dt)              # bf16: the fp16-output GEMM and max |W|
+            for sh in shapes:
+                s = dense.spec_for(arch, sh.K, sh.codebook, "f16", amax=bounded)
+                add(s, dense.render_extra(s))
+            for s in (rowscale.spec_in(arch, dt), rowscale.spec_out(arch, dt, "f16" if bounded else "f32")):
                 add(s, rowscale.render_extra(s))
     if not fused_supported(arch):
         return list(out.items())

@@ -12,8 +12,8 @@ THREADS = 256                       # 8 waves: one per tile column, then one per
 BLOCK = 128                         # W rows and columns per block
 SMEM_BYTES = BLOCK * BLOCK * 4      # 64 KiB: the fp32 block, dynamic (all of a gfx12 workgroup's LDS)
 OUT_DTYPES = ("f16", "bf16")
-# code, rin, s_in, rout, s_out, out, IC, OC, ldo
-ARGS = ("ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "i32", "i32", "i64")
+# code, rin, s_in, rout, s_out, out, IC, OC, ldo, amax_bits (read by the `amax` variants only)
+ARGS = ("ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "i32", "i32", "i64", "ptr")
 
 
 # resident blocks per SM the registers are capped for: NVIDIA 3 (80 registers, no spills: pass 1
@@ -23,15 +23,20 @@ ARGS = ("ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "i32", "i32", "i64")
 MIN_BLOCKS = {"nvidia": 3, "amd": 1}
 
 
-def spec_for(arch: str, K: float, codebook: str, out_dtype: str = "f16") -> KernelSpec:
+def spec_for(arch: str, K: float, codebook: str, out_dtype: str = "f16", amax: bool = False) -> KernelSpec:
+    """``amax``: the variant that also reports max |W| (the bf16-activation prefill path's fp16
+    weight: ops/linear.py bounds the fp16 GEMM's outputs with it)."""
     if out_dtype not in OUT_DTYPES:
         raise ValueError(f"dense weight dtype {out_dtype!r}: expected one of {OUT_DTYPES}")
-    return KernelSpec.make("dense", arch, K=K, codebook=codebook, out_dtype=out_dtype,
-                           tile={"threads": THREADS, "min_blocks": MIN_BLOCKS[vendor_of(arch)]})
+    tile = {"threads": THREADS, "min_blocks": MIN_BLOCKS[vendor_of(arch)]}
+    if amax:
+        tile["amax"] = 1
+    return KernelSpec.make("dense", arch, K=K, codebook=codebook, out_dtype=out_dtype, tile=tile)
 
 
 def render_extra(spec: KernelSpec) -> dict:
-    return {"out_code": DTYPE_CODES[spec.out_dtype], "min_blocks": spec.params["min_blocks"]}
+    return {"out_code": DTYPE_CODES[spec.out_dtype], "min_blocks": spec.params["min_blocks"],
+            "amax": bool(spec.params.get("amax", 0))}
 
 
 def dynamic_smem(spec: KernelSpec) -> int:

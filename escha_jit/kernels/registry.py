@@ -117,6 +117,9 @@ def shipped_specs(arch: str, full: bool = True) -> Iterator[tuple[KernelSpec, di
             if full or (K == 4.0 and dt == "f16"):
                 s = dense.spec_for(arch, K, cb, dt)
                 yield s, dense.render_extra(s)
+        if full:                                      # the bf16-activation prefill path's weight
+            s = dense.spec_for(arch, K, cb, "f16", amax=True)
+            yield s, dense.render_extra(s)
     for s in rowscale.shipped(arch):
         yield s, rowscale.render_extra(s)
     for i in DTYPES:

@@ -12,13 +12,16 @@ from .common import DTYPE_NAMES, arch_of, check_tensor, kernel_for
 
 
 def dense_weight(w: LinearWeights, dtype: torch.dtype = torch.float16,
-                 out: Optional[torch.Tensor] = None) -> torch.Tensor:
+                 out: Optional[torch.Tensor] = None, amax: Optional[torch.Tensor] = None) -> torch.Tensor:
     """W = diag(s_in*rin) . Hb . What . Hb . diag(rout*s_out), [IC, OC] (row = input feature),
     computed in fp32 and rounded once to ``dtype`` (fp16 or bf16), so ``y = x @ W``.
 
     IC and OC must be multiples of 128 (the Hadamard block). ``out`` may be a preallocated
     [IC, OC] view of ``dtype`` with unit column stride, a row stride that is a multiple of 4
-    elements and 8-byte alignment (e.g. a column slice of a wider buffer).
+    elements and 8-byte alignment (e.g. a column slice of a wider buffer). ``amax``, an optional
+    int32 [1] tensor on the layer's device, is raised (atomic max, in stream order) to the fp32 bit
+    pattern of max |W| before the rounding: pass zeros to read max |W| back as
+    ``amax.view(torch.float32)``.
     """
     check_rate_codebook(w.K, w.codebook)
     dev = w.code.device
@@ -41,10 +44,11 @@ def dense_weight(w: LinearWeights, dtype: torch.dtype = torch.float16,
         if out.stride(1) != 1 or out.stride(0) % 4 or out.data_ptr() % 8:
             raise ValueError(f"out needs unit column stride, a row stride that is a multiple of 4 and 8-byte "
                              f"alignment; got strides {out.stride()}")
+    check_tensor("amax", amax, dtypes=(torch.int32,), device=dev, shape=(1,), optional=True)
     if IC == 0 or OC == 0:
         return out
-    spec = spec_for(arch_of(dev), w.K, w.codebook, DTYPE_NAMES[dtype])
+    spec = spec_for(arch_of(dev), w.K, w.codebook, DTYPE_NAMES[dtype], amax=amax is not None)
     k = kernel_for(spec, dev, ARGS, render_extra(spec))
     k.launch((OC // BLOCK, IC // BLOCK), (THREADS,),
-             (w.code, w.rin, w.s_in, w.rout, w.s_out, out, IC, OC, out.stride(0)), smem=dynamic_smem(spec))
+             (w.code, w.rin, w.s_in, w.rout, w.s_out, out, IC, OC, out.stride(0), amax), smem=dynamic_smem(spec))
     return out

@@ -8,9 +8,13 @@ no Hadamard or scale touches the activations.
 
 fp16 activations with an fp16 output go straight into cuBLAS / hipBLASLt (bias via addmm). bf16
 and fp32 activations keep the 1e-3 error budget without a bf16 weight (its rounding alone costs
-~1.6e-3): they are cast to fp16 scaled per row by an exact power of two that keeps the row inside
-fp16's range (templates/rowscale.hip.j2, stage "in"), multiplied with fp32 output, and scaled back
-with the bias added and one rounding to the output dtype (stage "out").
+~1.6e-3): they are cast to fp16 scaled per row by an exact power of two (templates/rowscale.hip.j2,
+stage "in"), multiplied, and scaled back with the bias added and one rounding to the output dtype
+(stage "out"). Into a 16-bit output (bf16 activations' case) the dense-weight kernel also reports
+max |W|, and the row's power of two keeps rowmax |xs| * in_features * max |W| <= 2^15: no output
+of the GEMM can leave fp16's range, so the GEMM writes fp16 (rounding t to fp16 costs ~2e-4
+relative, far inside a bf16 output's own rounding) and the output pass reads half the bytes. Into
+an fp32 output the row is only kept inside fp16's range and the GEMM writes fp32.
 """
 from __future__ import annotations
 
@@ -92,8 +96,11 @@ def linear_unfused(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor
         raise ValueError(f"linear_unfused needs the layer on a CUDA/ROCm device; its code is on {dev}")
     out, bias32 = check_call(x, w, out, bias32)
     M, n_in, n_out = x.shape[0], w.logical_in, w.logical_out
+    # fp16 GEMM output under a bound on |W| (module docstring); a caller's weight has no bound
+    bounded = weight is None and rowscale.bounded(DTYPE_NAMES[x.dtype], DTYPE_NAMES[out.dtype])
+    amax = torch.zeros(1, dtype=torch.int32, device=dev) if bounded else None
     if weight is None:
-        weight = dense_weight(w, torch.float16)
+        weight = dense_weight(w, torch.float16, amax=amax)
     else:
         _check_weight(weight, w)
     if M == 0 or n_out == 0:
@@ -121,9 +128,9 @@ def linear_unfused(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor
         row_exp = torch.empty(M, dtype=torch.int32, device=dev)
         spec = rowscale.spec_in(arch, DTYPE_NAMES[x.dtype])
         k = kernel_for(spec, dev, rowscale.ARGS_IN, rowscale.render_extra(spec))
-        k.launch((M,), (rowscale.THREADS,), (x, x.stride(0), xs, xs.stride(0), row_exp, n_in), stream=stream)
-    t = _mm_f32(xs, Wv)
-    spec = rowscale.spec_out(arch, DTYPE_NAMES[out.dtype])
+        k.launch((M,), (rowscale.THREADS,), (x, x.stride(0), xs, xs.stride(0), row_exp, n_in, amax), stream=stream)
+    t = torch.mm(xs, Wv) if bounded else _mm_f32(xs, Wv)
+    spec = rowscale.spec_out(arch, DTYPE_NAMES[out.dtype], DTYPE_NAMES[t.dtype])
     k = kernel_for(spec, dev, rowscale.ARGS_OUT, rowscale.render_extra(spec))
     k.launch((M,), (rowscale.THREADS,), (t, t.stride(0), out, out.stride(0), row_exp, bias32, n_out), stream=stream)
     return out

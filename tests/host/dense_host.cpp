@@ -6,7 +6,9 @@
 //
 // usage: dense_host IN OUT  with IN = int32 {IC, OC, has_s_in, has_s_out}, int16 code
 // [IC/16, OC/16, 16K], fp16 rin [IC], (fp32 s_in [IC]), fp16 rout [OC], (fp32 s_out [OC]);
-// OUT = the 16-bit output dtype's bits, [IC, OC] row-major.
+// OUT = the 16-bit output dtype's bits, [IC, OC] row-major, then the uint32 the kernel's amax_bits
+// points at (starts at 0; only kernels rendered with `amax` raise it).
+#include <atomic>
 #include <barrier>
 #include <cstdio>
 #include <fstream>
@@ -27,6 +29,12 @@ inline void host_syncthreads() { host_barrier->arrive_and_wait(); }
 #define __restrict__
 #define __launch_bounds__(...)
 #define __syncthreads() host_syncthreads()
+inline unsigned atomicMax(unsigned* p, unsigned v) {
+    std::atomic_ref<unsigned> a(*p);
+    unsigned old = a.load();
+    while (old < v && !a.compare_exchange_weak(old, v)) {}
+    return old;
+}
 #undef ESCHA_ALIGN            // alignas cannot sit inside `extern __shared__ ... float S[]` in host C++
 #define ESCHA_ALIGN(n)
 #include ESCHA_KERNEL_SOURCE
@@ -47,6 +55,7 @@ int main(int argc, char** argv) {
     const half_t* rout = reinterpret_cast<const half_t*>(p); p += 2 * OC;
     const float* s_out = has_s_out ? reinterpret_cast<const float*>(p) : nullptr;
     std::vector<u16> out((size_t)IC * OC, 0xFFFF);
+    alignas(4) unsigned amax = 0;
     std::barrier<> bar(THREADS);
     host_barrier = &bar;
     std::vector<std::unique_ptr<std::barrier<>>> wave_bars;
@@ -63,11 +72,12 @@ int main(int argc, char** argv) {
                 ts.emplace_back([&, t] {
                     threadIdx.x = t; blockIdx.x = bx; blockIdx.y = by;
                     escha::host::my_lane = t % 32; escha::host::my_wave = t / 32;
-                    ESCHA_KERNEL(code, rin, s_in, rout, s_out, reinterpret_cast<out_t*>(out.data()), IC, OC, OC);
+                    ESCHA_KERNEL(code, rin, s_in, rout, s_out, reinterpret_cast<out_t*>(out.data()), IC, OC, OC, &amax);
                 });
             for (auto& t : ts) t.join();
         }
     std::ofstream o(argv[2], std::ios::binary);
     o.write(reinterpret_cast<const char*>(out.data()), 2 * out.size());
+    o.write(reinterpret_cast<const char*>(&amax), 4);
     return 0;
 }
