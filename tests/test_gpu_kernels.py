@@ -221,7 +221,7 @@ def test_linear_unfused_fp16_gemm_output_is_bounded(xdt):
     x[6] = 0
     x = x.to(xdt)
     ref = x.double().cpu() @ W64
-    assert float(ref.abs().max()) > 1e6
+    assert float(ref.abs().max()) > 3e5
     y = unfused_to(x, w, torch.bfloat16)
     assert torch.isfinite(y.float()).all()
     assert rel_rms(y, ref) < TOL[torch.bfloat16] and rel_rms(y[5], ref[5]) < TOL[torch.bfloat16]
