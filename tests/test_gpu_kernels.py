@@ -242,21 +242,21 @@ def test_linear_routes_by_m_at_the_crossover():
 
 
 def test_linear_routes_mid_m_to_the_coded_gemm_on_wide_layers():
-    """M = 65..256 on a layer whose OC / 128 blocks fill the GPU takes the coded GEMM on sm_90
-    (kernels.gemm.takes_mid_m), with the same bits; M = 257 the dense path again."""
+    """M = 65..512 on a layer whose OC / 128 blocks fill the GPU takes the coded GEMM on sm_90
+    (kernels.gemm.takes_mid_m), with the same bits; M = 513 the dense path again."""
     from escha_jit.kernels import gemm as gemm_kernels
     from escha_jit.ops.gemm import coded_gemm, gemm_available
     if not gemm_available(torch.device(DEV)):
         pytest.skip("the coded GEMM needs sm_90")
     groups = math.ceil(gemm_kernels.MID_M_MIN_GROUPS_PER_SM * F.sm_count(torch.device(DEV)))
     w = _layer(256, 128 * groups, 3.0, "mul1", 13)
-    for M in (F.ROUTE_MAX_M["nvidia"] + 1, 200, 256):
+    for M in (F.ROUTE_MAX_M["nvidia"] + 1, 200, 256, 257, gemm_kernels.MID_M_MAX):
         assert gemm_kernels.takes_mid_m(w.OC, M, F.sm_count(torch.device(DEV)))
         x = torch.randn(M, 256, device=DEV).to(torch.bfloat16)
         y = linear(x, w)
         assert torch.equal(y, coded_gemm(x, w)), M
         assert rel_rms(y, x.double().cpu() @ R.dense_weight(w.to("cpu"))) < TOL[torch.bfloat16]
-    x = torch.randn(257, 256, device=DEV).half()
+    x = torch.randn(gemm_kernels.MID_M_MAX + 1, 256, device=DEV).half()
     assert torch.equal(linear(x, w), linear_unfused(x, w))
 
 

@@ -23,18 +23,22 @@ ARCHES = ("sm_90",)   # wgmma: Hopper only (sm_100 has a different matrix unit i
 ARGS = ("ptr", "ptr", "ptr", "i64", "ptr", "ptr", "ptr", "ptr", "i32", "i32", "i32", "i32", "tmap")
 
 
-# Calls of one token block (ops.linear: above the fused kernel's ROUTE_MAX_M, up to TOKENS rows) go
-# to the coded GEMM where its OC / 128 column-group blocks fill the GPU: each weight is decoded once,
-# inside the GEMM, and no dense weight is written. H200 (benchmarks/bench_crossover.py --gemm,
-# RESULTS.md session 33), K2 mcg fp16 at M = 64..256: 0.50-0.61x the dense path's time with 112 and
-# 224 column groups (4096x14336, 8192x28672); 1.6-1.9x with 32 (4096x4096, 14336x4096).
+# Calls of one or two token blocks (ops.linear: above the fused kernel's ROUTE_MAX_M, up to
+# MID_M_MAX rows) go to the coded GEMM where its OC / 128 column-group blocks fill the GPU: each
+# weight is decoded once per token block, inside the GEMM, and no dense weight is written. H200
+# (benchmarks/bench_crossover.py --gemm), K2/K4 mcg: at M = 64..256 0.50-0.61x the dense path's time
+# with 112 and 224 column groups (4096x14336, 8192x28672), 1.6-1.9x with 32 (4096x4096, 14336x4096)
+# (RESULTS.md session 33); at M = 384 / 512 0.77-0.97x with 112 / 224 groups, at 768 0.93-1.06x and
+# at 1024 0.94-1.26x (session 34): two token blocks, not three.
 MID_M_MIN_GROUPS_PER_SM = 0.75
+MID_M_MAX = 2 * TOKENS
 
 
 def takes_mid_m(OC: int, M: int, sms: int) -> bool:
-    """Whether a call of M <= TOKENS rows is better served by the coded GEMM than by the dense-weight
-    path on a GPU of ``sms`` SMs: its OC / 128 blocks fill at least MID_M_MIN_GROUPS_PER_SM of them."""
-    return 0 < M <= TOKENS and OC // COLS >= MID_M_MIN_GROUPS_PER_SM * sms
+    """Whether a call of M <= MID_M_MAX rows is better served by the coded GEMM than by the
+    dense-weight path on a GPU of ``sms`` SMs: its OC / 128 blocks fill at least
+    MID_M_MIN_GROUPS_PER_SM of them."""
+    return 0 < M <= MID_M_MAX and OC // COLS >= MID_M_MIN_GROUPS_PER_SM * sms
 
 
 def supported(arch: str) -> bool:

@@ -14,7 +14,7 @@ from .fused import prep_kernel, run_prep, scratch
 
 def gemm_available(dev: torch.device) -> bool:
     """Whether the coded GEMM runs on ``dev``: NVIDIA sm_90 (wgmma). ops/linear routes calls of one
-    token block (65..256 rows) on wide layers to it (kernels.gemm.takes_mid_m), larger ones only
+    or two token blocks (65..512 rows) on wide layers to it (kernels.gemm.takes_mid_m), others only
     with ESCHA_JIT_PREFILL=gemm (there it is slower than the dense-weight path today)."""
     return dev.type == "cuda" and torch.version.hip is None and gemm.supported(arch_of(dev))
 
@@ -24,8 +24,9 @@ def coded_gemm(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] = 
     """y [M, out_features] = x [M, in_features] @ W (+ bias) with the weights decoded inside the
     GEMM (two launches: the prep kernel rotates x once into an fp16 scratch buffer, then the
     GEMM). Any M >= 1. At one token block (M <= 256) with OC / 128 column groups that fill the GPU
-    it takes 0.50-0.64x the dense-weight path's time on the H200, so ops/linear sends such calls
-    here (kernels.gemm.takes_mid_m; benchmarks/RESULTS.md session 33). At prefill sizes it runs at
+    it takes 0.50-0.64x the dense-weight path's time on the H200, at two (M <= 512) 0.77-0.97x,
+    so ops/linear sends such calls here (kernels.gemm.takes_mid_m; benchmarks/RESULTS.md sessions
+    33, 34). At prefill sizes it runs at
     0.48-0.72x dense bf16 where the dense-weight path runs faster (session 11,
     docs/PREFILL_GEMM.md), so ops/linear takes it there only with ESCHA_JIT_PREFILL=gemm.
 

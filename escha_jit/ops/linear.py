@@ -1,5 +1,5 @@
 """The GPU linear for any M. Up to kernels.fused.ROUTE_MAX_M rows (NVIDIA 64, AMD 128) the fused
-single-launch kernel of ops/fused.py. Above, on Hopper up to 256 rows (one token block), the coded
+single-launch kernel of ops/fused.py. Above, on Hopper up to 512 rows (two token blocks), the coded
 wgmma GEMM of ops/gemm.py (weights decoded inside the GEMM) where its column groups fill the GPU
 (kernels.gemm.takes_mid_m: OC >= ~12.7k on an H200), and above 256 rows with ESCHA_JIT_PREFILL=gemm.
 Otherwise the dense path: the original-basis weight W = diag(s_in*rin) Hb What Hb diag(rout*s_out)
@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 def linear(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] = None,
            bias32: Optional[torch.Tensor] = None, act_quant: Optional[str] = None) -> torch.Tensor:
     """The GPU linear: the fused single-launch kernel for M <= ROUTE_MAX_M (NVIDIA 64, AMD 128);
-    above, the coded GEMM of ops/gemm.py on Hopper for M <= 256 where its blocks fill the GPU
+    above, the coded GEMM of ops/gemm.py on Hopper for M <= 512 where its blocks fill the GPU
     (kernels.gemm.takes_mid_m) and, with ESCHA_JIT_PREFILL=gemm, for M > 256; else dense W +
     vendor GEMM.
 
