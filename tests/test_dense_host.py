@@ -90,11 +90,9 @@ def test_dense_kernel_on_host_within_one_ulp(K, cb, IC, OC, escha, dt, layout):
 
 @pytest.mark.parametrize("layout", ["nvidia", "amd"])
 def test_dense_kernel_amax_is_max_abs_weight(layout):
-    # the variant the bf16 prefill path bounds its fp16 GEMM with: same W, and max |W| of the fp32
-    # values before the rounding (so within fp32 rounding of the float64 reference's max)
+    # the variant the bf16 prefill path bounds its fp16 GEMM with: the same W, and exactly the
+    # largest |W| of it (the packed fp16 max across the lanes, waves and blocks)
     w = random_layer(256, 256, 3.0, "mcg", seed=11, escha_scales=True)
     got, amax = run_host(w, "f16", layout, amax=True)
-    exact = R.dense_weight(w, torch.float64)
-    assert ulps(got, exact.to(torch.float16)) <= 1
-    assert abs(amax - float(exact.abs().max())) <= 1e-6 * float(exact.abs().max())
-    assert amax * (1 + 2 ** -11) >= float(got.float().abs().max())
+    assert ulps(got, R.dense_weight(w, torch.float64).to(torch.float16)) <= 1
+    assert amax == float(got.float().abs().max()) > 0

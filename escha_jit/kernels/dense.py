@@ -28,6 +28,8 @@ def spec_for(arch: str, K: float, codebook: str, out_dtype: str = "f16", amax: b
     weight: ops/linear.py bounds the fp16 GEMM's outputs with it)."""
     if out_dtype not in OUT_DTYPES:
         raise ValueError(f"dense weight dtype {out_dtype!r}: expected one of {OUT_DTYPES}")
+    if amax and out_dtype != "f16":
+        raise ValueError(f"the dense weight reports max |W| of an fp16 weight only, not {out_dtype!r}")
     tile = {"threads": THREADS, "min_blocks": MIN_BLOCKS[vendor_of(arch)]}
     if amax:
         tile["amax"] = 1

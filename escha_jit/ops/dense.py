@@ -18,9 +18,9 @@ def dense_weight(w: LinearWeights, dtype: torch.dtype = torch.float16,
 
     IC and OC must be multiples of 128 (the Hadamard block). ``out`` may be a preallocated
     [IC, OC] view of ``dtype`` with unit column stride, a row stride that is a multiple of 4
-    elements and 8-byte alignment (e.g. a column slice of a wider buffer). ``amax``, an optional
-    int32 [1] tensor on the layer's device, is raised (atomic max, in stream order) to the fp32 bit
-    pattern of max |W| before the rounding: pass zeros to read max |W| back as
+    elements and 8-byte alignment (e.g. a column slice of a wider buffer). ``amax`` (fp16 only), an
+    optional int32 [1] tensor on the layer's device, is raised (atomic max, in stream order) to the
+    fp32 bit pattern of max |W| of the fp16 W: pass zeros to read it back as
     ``amax.view(torch.float32)``.
     """
     check_rate_codebook(w.K, w.codebook)
@@ -45,6 +45,8 @@ def dense_weight(w: LinearWeights, dtype: torch.dtype = torch.float16,
             raise ValueError(f"out needs unit column stride, a row stride that is a multiple of 4 and 8-byte "
                              f"alignment; got strides {out.stride()}")
     check_tensor("amax", amax, dtypes=(torch.int32,), device=dev, shape=(1,), optional=True)
+    if amax is not None and dtype != torch.float16:
+        raise TypeError("amax reports max |W| of an fp16 weight: dtype must be float16")
     if IC == 0 or OC == 0:
         return out
     spec = spec_for(arch_of(dev), w.K, w.codebook, DTYPE_NAMES[dtype], amax=amax is not None)

@@ -3,6 +3,7 @@
 // device code (trellis windows, codebooks, the WMMA B decoders) and run it lane by lane on the
 // CPU. fp16 arithmetic is IEEE binary16 with one rounding per operation, as on the GPUs.
 #pragma once
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -62,6 +63,10 @@ inline half2_t sum_halves2(u32 a, u32 b) {
     std::memcpy(&x, &a, 4);
     std::memcpy(&y, &b, 4);
     return half2_t{(half_t)((double)x.x + (double)x.y), (half_t)((double)y.x + (double)y.y)};
+}
+inline u32 hmax_abs2(u32 a, u32 b) {      // the magnitudes' max per half; sign bits cleared here
+    const u32 x = a & 0x7FFF7FFFu, y = b & 0x7FFF7FFFu;
+    return std::max(x & 0xFFFFu, y & 0xFFFFu) | std::max(x & 0xFFFF0000u, y & 0xFFFF0000u);
 }
 inline u32 dot4_u8(u32 a, u32 b, u32 c) {
     for (int i = 0; i < 4; ++i) c += ((a >> (8 * i)) & 0xFFu) * ((b >> (8 * i)) & 0xFFu);

@@ -39,6 +39,19 @@ ESCHA_DEVICE half_t float_to_half(float v) { return __float2half_rn(v); }
 ESCHA_DEVICE float bf16_to_float(bf16_t v) { return __bfloat162float(v); }
 ESCHA_DEVICE bf16_t float_to_bf16(float v) { return __float2bfloat16_rn(v); }
 
+// Per 16-bit half of two fp16 pairs: max(|a|, |b|) in the magnitude bits; the sign bits are
+// unspecified (callers mask them). `a` is 0 or an earlier result. One HMNMX2 on sm_86+
+// (max.xorsign.abs: the sign is the XOR of the operands').
+ESCHA_DEVICE u32 hmax_abs2(u32 a, u32 b) {
+#if __CUDA_ARCH__ >= 800
+    const __half2 m = __hmax2(*reinterpret_cast<const __half2*>(&a), __habs2(*reinterpret_cast<const __half2*>(&b)));
+    return *reinterpret_cast<const u32*>(&m);
+#else
+    const u32 x = a & 0x7FFF7FFFu, y = b & 0x7FFF7FFFu;   // non-negative fp16 order as their bits
+    return max(x & 0xFFFFu, y & 0xFFFFu) | max(x & 0xFFFF0000u, y & 0xFFFF0000u);
+#endif
+}
+
 ESCHA_DEVICE float shfl_xor(float v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
 ESCHA_DEVICE u32 shfl_xor(u32 v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
 ESCHA_DEVICE float shfl_idx(float v, int src) { return __shfl_sync(0xffffffffu, v, src); }

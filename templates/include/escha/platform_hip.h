@@ -34,6 +34,16 @@ ESCHA_DEVICE half2_t hfma2(half2_t a, half2_t b, half2_t c) { return __builtin_e
 ESCHA_DEVICE half_t low_half(half2_t v) { return v.x; }
 ESCHA_DEVICE half_t high_half(half2_t v) { return v.y; }
 
+// Per 16-bit half of two fp16 pairs: max(|a|, |b|) in the magnitude bits; the sign bits are
+// unspecified (callers mask them). `a` is 0 or an earlier result (non-negative here): v_and_b32
+// (b's abs) + v_pk_max_f16.
+ESCHA_DEVICE u32 hmax_abs2(u32 a, u32 b) {
+    const u32 x = a, y = b & 0x7FFF7FFFu;
+    const half2_t m = __builtin_elementwise_max(*reinterpret_cast<const half2_t*>(&x),
+                                                *reinterpret_cast<const half2_t*>(&y));
+    return *reinterpret_cast<const u32*>(&m);
+}
+
 ESCHA_DEVICE void wave_sync() { __builtin_amdgcn_wave_barrier(); }
 ESCHA_DEVICE bool wave_any(bool pred) { return __any(pred); }
 
