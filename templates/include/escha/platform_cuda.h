@@ -40,8 +40,8 @@ ESCHA_DEVICE float bf16_to_float(bf16_t v) { return __bfloat162float(v); }
 ESCHA_DEVICE bf16_t float_to_bf16(float v) { return __float2bfloat16_rn(v); }
 
 // Per 16-bit half of two fp16 pairs: max(|a|, |b|) in the magnitude bits; the sign bits are
-// unspecified (callers mask them). `a` is 0 or an earlier result. One HMNMX2 on sm_86+
-// (max.xorsign.abs: the sign is the XOR of the operands').
+// unspecified (callers mask them). `a` is 0 or an earlier result (non-negative here). sm_80+:
+// __hmax2 with b's abs as an operand modifier; on sm_90 two nested calls become one 3-input VHMNMX.
 ESCHA_DEVICE u32 hmax_abs2(u32 a, u32 b) {
 #if __CUDA_ARCH__ >= 800
     const __half2 m = __hmax2(*reinterpret_cast<const __half2*>(&a), __habs2(*reinterpret_cast<const __half2*>(&b)));
