@@ -190,6 +190,22 @@ def test_linear_unfused_precomputed_weight_and_routing():
     assert rel_rms(linear_unfused(x, w, weight=dense_weight(w)), ref) < TOL[torch.bfloat16]
 
 
+@pytest.mark.parametrize("xdt", [torch.bfloat16, torch.float32])
+def test_linear_unfused_row_scaling_strided_and_unaligned(xdt):
+    """The row-scaling kernels move 8 elements per access where rows allow it and go element by
+    element otherwise (row strides that are not a multiple of 8, outputs off 16-byte alignment):
+    the same bits either way, into bf16 and fp32 outputs."""
+    w = _layer(512, 384, 3.0, "mcg", 23, bias=True)
+    x = torch.randn(300, 517, device=DEV).to(xdt)[:, :512]                 # row stride 517
+    assert x.stride(0) % 8
+    for odt in (torch.bfloat16, torch.float32):
+        y = unfused_to(x.contiguous(), w, odt)
+        assert torch.equal(unfused_to(x, w, odt), y)
+        big = torch.full((300, 1024), 7.0, dtype=odt, device=DEV)
+        linear_unfused(x, w, out=big[:, 3:387])                            # 6 / 12 bytes off alignment
+        assert torch.equal(big[:, 3:387], y) and (big[:, :3] == 7).all() and (big[:, 387:] == 7).all()
+
+
 def _scaled_layer(IC, OC, K, cb, seed, out_scale):
     w = _layer(IC, OC, K, cb, seed)
     return dataclasses.replace(w, s_out=w.s_out * out_scale)
