@@ -15,34 +15,17 @@ import torch
 
 from escha_jit import reference as R
 from escha_jit.kernels import dense
-from escha_jit.render import include_dir, render
 from escha_jit.synth import random_layer
+from host_kernel import build
 
-HOST = os.path.join(os.path.dirname(os.path.abspath(__file__)), "host")
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
-
-
-def host_cxx() -> str:
-    from test_amd_layout import host_cxx as find
-    return find()
 
 
 @functools.cache
 def host_binary(K: float, cb: str, dt: str, layout: str, amax: bool = False) -> str:
     spec = dense.spec_for({"nvidia": "sm_90", "amd": "gfx1201"}[layout], K, cb, dt, amax=amax)
-    d = tempfile.mkdtemp(prefix="escha_dense_host_")
-    src = os.path.join(d, "kernel.inc")
-    with open(src, "w") as f:
-        f.write(render(spec, dense.render_extra(spec)))
-    out = os.path.join(d, "dense_host")
-    cmd = [host_cxx(), "-std=c++20", "-O1", "-fno-strict-aliasing", "-pthread", "-DESCHA_HOST",
-           f"-DESCHA_KERNEL_SOURCE=\"{src}\"", f"-DESCHA_KERNEL={spec.kernel_name()}",
-           f"-DESCHA_K2={round(2 * K)}", f"-I{include_dir()}", f"-I{HOST}",
-           *(["-DESCHA_HOST_AMD"] if layout == "amd" else []),
-           os.path.join(HOST, "dense_host.cpp"), "-o", out]
-    r = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    assert r.returncode == 0, f"host build failed:\n{' '.join(cmd)}\n{r.stderr}"
-    return out
+    return build(spec, dense.render_extra(spec), "dense_host.cpp",
+                 [f"ESCHA_K2={round(2 * K)}", *(["ESCHA_HOST_AMD"] if layout == "amd" else [])])
 
 
 def run_host(w: R.LinearWeights, dt: str, layout: str, amax: bool = False) -> tuple[torch.Tensor, float]:

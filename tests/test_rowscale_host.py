@@ -13,32 +13,13 @@ import numpy as np
 import pytest
 
 from escha_jit.kernels import rowscale
-from escha_jit.render import include_dir, render
-
-HOST = os.path.join(os.path.dirname(os.path.abspath(__file__)), "host")
-NP = {"f16": np.float16, "f32": np.float32}
-
-
-def host_cxx() -> str:
-    from test_amd_layout import host_cxx as find
-    return find()
+from host_kernel import build
 
 
 @functools.cache
 def host_binary(stage: str, src: str, dst: str) -> str:
     spec = rowscale.spec_in("sm_90", src) if stage == "in" else rowscale.spec_out("sm_90", dst, src)
-    d = tempfile.mkdtemp(prefix="escha_rowscale_host_")
-    path = os.path.join(d, "kernel.inc")
-    with open(path, "w") as f:
-        f.write(render(spec, rowscale.render_extra(spec)))
-    out = os.path.join(d, "rowscale_host")
-    cmd = [host_cxx(), "-std=c++20", "-O1", "-fno-strict-aliasing", "-pthread", "-DESCHA_HOST",
-           f"-DESCHA_KERNEL_SOURCE=\"{path}\"", f"-DESCHA_KERNEL={spec.kernel_name()}",
-           *(["-DESCHA_STAGE_IN"] if stage == "in" else []), f"-I{include_dir()}", f"-I{HOST}",
-           os.path.join(HOST, "rowscale_host.cpp"), "-o", out]
-    r = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    assert r.returncode == 0, f"host build failed:\n{' '.join(cmd)}\n{r.stderr}"
-    return out
+    return build(spec, rowscale.render_extra(spec), "rowscale_host.cpp", ["ESCHA_STAGE_IN"] if stage == "in" else [])
 
 
 def bf16_bits(x: np.ndarray) -> np.ndarray:

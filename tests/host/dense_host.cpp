@@ -1,40 +1,22 @@
-// Runs a rendered dense.hip.j2 kernel on the CPU: every block of the grid in turn, its threads as
-// std::threads meeting at a std::barrier for __syncthreads, each wave's 32 at a barrier of its own
-// for the matrix unit and shuffles (escha_host_matunit.h; NVIDIA's lane layouts, or gfx12's with
-// -DESCHA_HOST_AMD). Checks the kernel's index math, layouts, swizzle and rounding without a GPU
-// (tests/test_dense_host.py).
+// Runs a rendered dense.hip.j2 kernel on the CPU (escha_host_block.h: every block of the grid in
+// turn, its threads as std::threads; the matrix unit and shuffles per wave by escha_host_matunit.h,
+// in NVIDIA's lane layouts, or gfx12's with -DESCHA_HOST_AMD). Checks the kernel's index math,
+// layouts, swizzle and rounding without a GPU (tests/test_dense_host.py).
 //
 // usage: dense_host IN OUT  with IN = int32 {IC, OC, has_s_in, has_s_out}, int16 code
 // [IC/16, OC/16, 16K], fp16 rin [IC], (fp32 s_in [IC]), fp16 rout [OC], (fp32 s_out [OC]);
 // OUT = the 16-bit output dtype's bits, [IC, OC] row-major, then the uint32 the kernel's amax_bits
 // points at (starts at 0; only kernels rendered with `amax` raise it).
-#include <atomic>
-#include <barrier>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
-#include <memory>
-#include <thread>
 #include <vector>
 
 #include "escha_host_platform.h"
 #include "escha_host_matunit.h"
-
-struct HostDim3 { int x = 0, y = 0, z = 0; };
-thread_local HostDim3 threadIdx, blockIdx;
-static std::barrier<>* host_barrier = nullptr;
-inline void host_syncthreads() { host_barrier->arrive_and_wait(); }
+#include "escha_host_block.h"
 
 #define __shared__
-#define __restrict__
-#define __launch_bounds__(...)
-#define __syncthreads() host_syncthreads()
-inline unsigned atomicMax(unsigned* p, unsigned v) {
-    std::atomic_ref<unsigned> a(*p);
-    unsigned old = a.load();
-    while (old < v && !a.compare_exchange_weak(old, v)) {}
-    return old;
-}
 #undef ESCHA_ALIGN            // alignas cannot sit inside `extern __shared__ ... float S[]` in host C++
 #define ESCHA_ALIGN(n)
 #include ESCHA_KERNEL_SOURCE
@@ -56,26 +38,9 @@ int main(int argc, char** argv) {
     const float* s_out = has_s_out ? reinterpret_cast<const float*>(p) : nullptr;
     std::vector<u16> out((size_t)IC * OC, 0xFFFF);
     alignas(4) unsigned amax = 0;
-    std::barrier<> bar(THREADS);
-    host_barrier = &bar;
-    std::vector<std::unique_ptr<std::barrier<>>> wave_bars;
-    std::vector<escha::host::Wave> waves(THREADS / 32);
-    for (int w = 0; w < THREADS / 32; ++w) {
-        wave_bars.push_back(std::make_unique<std::barrier<>>(32));
-        waves[w].bar = wave_bars.back().get();
-    }
-    escha::host::waves = waves.data();
-    for (int by = 0; by < IC / 128; ++by)
-        for (int bx = 0; bx < OC / 128; ++bx) {
-            std::vector<std::thread> ts;
-            for (int t = 0; t < THREADS; ++t)
-                ts.emplace_back([&, t] {
-                    threadIdx.x = t; blockIdx.x = bx; blockIdx.y = by;
-                    escha::host::my_lane = t % 32; escha::host::my_wave = t / 32;
-                    ESCHA_KERNEL(code, rin, s_in, rout, s_out, reinterpret_cast<out_t*>(out.data()), IC, OC, OC, &amax);
-                });
-            for (auto& t : ts) t.join();
-        }
+    escha::host::launch(OC / 128, IC / 128, THREADS, [&] {
+        ESCHA_KERNEL(code, rin, s_in, rout, s_out, reinterpret_cast<out_t*>(out.data()), IC, OC, OC, &amax);
+    });
     std::ofstream o(argv[2], std::ios::binary);
     o.write(reinterpret_cast<const char*>(out.data()), 2 * out.size());
     o.write(reinterpret_cast<const char*>(&amax), 4);

@@ -40,6 +40,17 @@ inline float shfl_xor(float v, int mask) {
     return r;
 }
 
+// (hadamard.h's fp16_fits_or) the lanes vote through the wave's scratch
+inline bool wave_any(bool pred) {
+    host::Wave& w = host::wave();
+    w.scratch[host::my_lane][0] = pred;
+    w.bar->arrive_and_wait();
+    bool any = false;
+    for (int l = 0; l < 32; ++l) any = any || w.scratch[l][0];
+    w.bar->arrive_and_wait();
+    return any;
+}
+
 namespace mu {
 
 constexpr int ACC = 8;

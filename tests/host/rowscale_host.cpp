@@ -1,7 +1,6 @@
 // Runs a rendered rowscale.hip.j2 kernel (stage "in" or "out") on the CPU: each row's block in
-// turn, its threads as std::threads meeting at a std::barrier for __syncthreads, each wave's 32 at
-// a barrier of their own for the shuffles (escha_host_matunit.h). Checks the row exponents, the
-// weight bound, the rounding and both the 8-element and the element-wise paths without a GPU
+// turn (escha_host_block.h), the shuffles per wave (escha_host_matunit.h). Checks the row
+// exponents, the weight bound, the rounding and the three access paths without a GPU
 // (tests/test_rowscale_host.py).
 //
 // usage: rowscale_host IN OUT with IN = int64 header {M, n, ld_src, ld_dst, src_offset,
@@ -12,47 +11,18 @@
 //       stage out: out_t y (M * ld_dst after dst_offset).
 // Offsets (in elements) move a buffer off 16-byte alignment, to take the element-wise paths.
 #include <algorithm>
-#include <atomic>
-#include <barrier>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
-#include <memory>
-#include <thread>
 #include <vector>
 
 #include "escha_host_platform.h"
 #include "escha_host_matunit.h"
+#include "escha_host_block.h"
 
-struct HostDim3 { int x = 0, y = 0, z = 0; };
-thread_local HostDim3 threadIdx, blockIdx;
-static std::barrier<>* host_barrier = nullptr;
-inline void host_syncthreads() { host_barrier->arrive_and_wait(); }
-
-namespace escha {
-inline bool wave_any(bool pred) {                 // declared for hadamard.h; lanes vote through the scratch
-    host::Wave& w = host::wave();
-    w.scratch[host::my_lane][0] = pred;
-    w.bar->arrive_and_wait();
-    bool any = false;
-    for (int l = 0; l < 32; ++l) any = any || w.scratch[l][0];
-    w.bar->arrive_and_wait();
-    return any;
-}
-}  // namespace escha
-inline int atomicMax(int* p, int v) {
-    std::atomic_ref<int> a(*p);
-    int old = a.load();
-    while (old < v && !a.compare_exchange_weak(old, v)) {}
-    return old;
-}
 using std::max;
 using std::min;
-
 #define __shared__ static                          // one block at a time: function statics are its shared memory
-#define __restrict__
-#define __launch_bounds__(...)
-#define __syncthreads() host_syncthreads()
 #include ESCHA_KERNEL_SOURCE
 
 // 16-byte aligned byte buffers (the kernel's vector path checks the alignment of what it is given)
@@ -66,11 +36,10 @@ int main(int argc, char** argv) {
     const long long M = h[0], n = h[1], lds = h[2], ldd = h[3], soff = h[4], doff = h[5], flags = h[6];
     u32 wmax_bits = (u32)h[7];
     const char* p = in.data() + 8 * 8;
-#if defined(ESCHA_STAGE_IN)
     typedef in_t src_t;
+#if defined(ESCHA_STAGE_IN)
     typedef half_t dst_t;
 #else
-    typedef in_t src_t;
     typedef out_t dst_t;
 #endif
     const size_t src_bytes = sizeof(src_t) * (size_t)(soff + M * lds), dst_bytes = sizeof(dst_t) * (size_t)(doff + M * ldd);
@@ -85,30 +54,14 @@ int main(int argc, char** argv) {
 #endif
     const src_t* s = reinterpret_cast<const src_t*>(src.data()) + soff;
     dst_t* d = reinterpret_cast<dst_t*>(dst.data()) + doff;
-    std::barrier<> bar(THREADS);
-    host_barrier = &bar;
-    std::vector<std::unique_ptr<std::barrier<>>> wave_bars;
-    std::vector<escha::host::Wave> waves(THREADS / 32);
-    for (int w = 0; w < THREADS / 32; ++w) {
-        wave_bars.push_back(std::make_unique<std::barrier<>>(32));
-        waves[w].bar = wave_bars.back().get();
-    }
-    escha::host::waves = waves.data();
-    for (long long m = 0; m < M; ++m) {
-        std::vector<std::thread> ts;
-        for (int t = 0; t < THREADS; ++t)
-            ts.emplace_back([&, t] {
-                threadIdx.x = t; blockIdx.x = (int)m;
-                escha::host::my_lane = t % 32; escha::host::my_wave = t / 32;
+    escha::host::launch((int)M, 1, THREADS, [&] {
 #if defined(ESCHA_STAGE_IN)
-                ESCHA_KERNEL(s, lds, d, ldd, row_exp.data(), (int)n, (flags & 1) ? &wmax_bits : nullptr);
+        ESCHA_KERNEL(s, lds, d, ldd, row_exp.data(), (int)n, (flags & 1) ? &wmax_bits : nullptr);
 #else
-                ESCHA_KERNEL(s, lds, d, ldd, (flags & 1) ? row_exp.data() : nullptr,
-                             (flags & 2) ? bias.data() : nullptr, (int)n);
+        ESCHA_KERNEL(s, lds, d, ldd, (flags & 1) ? row_exp.data() : nullptr, (flags & 2) ? bias.data() : nullptr,
+                     (int)n);
 #endif
-            });
-        for (auto& t : ts) t.join();
-    }
+    });
     std::ofstream o(argv[2], std::ios::binary);
     o.write(reinterpret_cast<const char*>(d), sizeof(dst_t) * M * ldd);
 #if defined(ESCHA_STAGE_IN)
