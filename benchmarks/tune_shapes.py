@@ -5,6 +5,7 @@ that ships in tuning/<arch>.json, with a report of tuned vs heuristic per proble
     python benchmarks/tune_shapes.py --buckets 16 --onto tuning/sm_90.json --out tuned.json   # one bucket re-tuned
     python benchmarks/tune_shapes.py --buckets 16 --shapes 4096x14336 --onto tuning/sm_90.json   # one shape's
     python benchmarks/tune_shapes.py --buckets 1,4 --codebooks mcg --onto tuning/sm_90.json   # one codebook's
+    python benchmarks/tune_shapes.py --buckets= --route-buckets all --onto tuning/sm_90.json   # routes only
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from escha_jit.autotune.api import GRID_AXES, tune  # noqa: E402
 from escha_jit.autotune.measure import Problem  # noqa: E402
 from escha_jit.autotune.reg_levels import refine  # noqa: E402
 from escha_jit.autotune.shapes import LayerShape  # noqa: E402
-from escha_jit.autotune.table import TuningTable  # noqa: E402
+from escha_jit.autotune.table import ROUTE_BUCKETS, TuningTable  # noqa: E402
 from escha_jit.synth import DEFAULT_RATES, llama_config, projection_shapes  # noqa: E402
 
 PERF_SHAPES = [(4096, 4096), (4096, 14336), (14336, 4096), (8192, 28672)]
@@ -46,6 +47,8 @@ def main(argv=None):
     ap.add_argument("--dtypes", default="f16,bf16")
     ap.add_argument("--codebooks", default="", help="comma-separated codebooks, e.g. mcg: tune only these")
     ap.add_argument("--budget", type=float, default=3.0)
+    ap.add_argument("--route-buckets", default="", help="route buckets to measure (which path serves M rows: "
+                    "fused kernel, coded GEMM, dense weight), comma-separated or 'all' (default: none)")
     ap.add_argument("--shapes", default="", help="ICxOC list, e.g. 4096x14336,14336x4096: tune only these "
                     "(default: the PERF.md shapes and the test checkpoints')")
     ap.add_argument("--onto", default="", help="a table (e.g. the shipped tuning/sm_90.json) that --out is this "
@@ -73,9 +76,10 @@ def main(argv=None):
     t0 = time.perf_counter()
     if args.levels_only:
         return levels_only(args, todo, [dt[d] for d in args.dtypes.split(",")], t0)
-    rep = tune(None, shapes=todo, m_buckets=[int(b) for b in args.buckets.split(",")],
+    rbs = ROUTE_BUCKETS if args.route_buckets == "all" else [int(b) for b in args.route_buckets.split(",") if b]
+    rep = tune(None, shapes=todo, m_buckets=[int(b) for b in args.buckets.split(",") if b],
                dtypes=[dt[d] for d in args.dtypes.split(",")], budget_s=args.budget, save=True, progress=True,
-               grid=grid)
+               grid=grid, route_buckets=rbs)
     print(rep.summary())
     table = TuningTable.load(rep.table_path)
     if args.onto:

@@ -10,6 +10,7 @@ import time
 from typing import Callable, Optional, Sequence
 
 from . import __version__, env
+from .autotune.table import ROUTE_BUCKETS
 
 log = logging.getLogger("escha_jit")
 
@@ -165,13 +166,21 @@ def cmd_prebuild(args: argparse.Namespace) -> int:
     return 1 if bad else 0
 
 
+def _ints(option: str, text: str) -> list[int]:
+    try:
+        return [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise SystemExit(f"escha-jit: {option} {text!r}: expected comma-separated integers") from None
+
+
 def cmd_tune(args: argparse.Namespace) -> int:
     import torch
     from .autotune.api import tune
     from .autotune.shapes import checkpoint_shapes
     dt = {"f16": torch.float16, "bf16": torch.bfloat16}
-    rep = tune(None, shapes=checkpoint_shapes(args.checkpoint), m_buckets=[int(m) for m in args.m_buckets.split(",")],
-               dtypes=[dt[d] for d in args.dtypes.split(",")], budget_s=args.budget, save=not args.dry_run)
+    rep = tune(None, shapes=checkpoint_shapes(args.checkpoint), m_buckets=_ints("--m-buckets", args.m_buckets),
+               dtypes=[dt[d] for d in args.dtypes.split(",")], budget_s=args.budget, save=not args.dry_run,
+               route_buckets=_ints("--route-buckets", args.route_buckets))
     print(rep.summary())
     return 0
 
@@ -200,7 +209,11 @@ def _add_jit_commands(sub) -> None:
     p.set_defaults(fn=cmd_prebuild)
     p = sub.add_parser("tune", help="tune every coded projection of a checkpoint on this GPU")
     p.add_argument("checkpoint")
-    p.add_argument("--m-buckets", default="1,2,4,8,16,32,64,128,256")
+    p.add_argument("--m-buckets", default="1,2,4,8,16,32,64,128,256",
+                   help="M buckets whose fused-kernel configuration is tuned")
+    p.add_argument("--route-buckets", default=",".join(map(str, ROUTE_BUCKETS)),
+                   help="M buckets where the fused kernel, the coded GEMM (Hopper) and the dense-weight path "
+                        "are timed against each other and the fastest recorded ('' to skip)")
     p.add_argument("--dtypes", default="f16")
     p.add_argument("--budget", type=float, default=20.0, help="seconds of search per problem")
     p.add_argument("--dry-run", action="store_true", help="measure but do not write the user table")

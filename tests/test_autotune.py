@@ -439,3 +439,56 @@ def test_reg_level_reaches_ptxas_and_only_nvidia(tmp_path):
     raw = json.load(open(tmp_path / "t.json"))["entries"]
     assert "reg_level" not in raw["a"]["config"] and raw["b"]["config"]["reg_level"] == 0
     assert TuningTable.load(str(tmp_path / "t.json")).entries["b"].cfg == tuned_cfg
+
+
+# ---------------------------------------------------------------- route entries (which path serves M rows)
+
+def test_route_buckets_and_keys():
+    from escha_jit.autotune.table import ROUTE_BUCKETS, parse_key, route_bucket, route_key
+    assert route_bucket(17) == 32 and route_bucket(65) == 96 and route_bucket(257) == 320
+    assert route_bucket(512) == 512 and route_bucket(513) == 768 and route_bucket(ROUTE_BUCKETS[-1] + 1) is None
+    k = route_key(2.5, "mul1", 4096, 14336, "bf16", 512)
+    assert k == "route|K2p5|mul1|4096x14336|bf16|M512"
+    assert parse_key(k) == ("route", 2.5, "mul1", 4096, 14336, "bf16", 512)
+
+
+def test_table_routes_round_trip_and_merge(tmp_path):
+    from escha_jit.autotune.table import RouteEntry
+    a = TuningTable({"device": "a"}, {}, {
+        "route|K2|mcg|4096x4096|f16|M96": RouteEntry("fused", {"fused": 30.0, "dense": 33.5}, "dense"),
+        "route|K2|mcg|4096x4096|f16|M512": RouteEntry("dense", {"gemm": 61.0, "dense": 40.0}, "dense")})
+    p = str(tmp_path / "t.json")
+    a.save(p)
+    back = TuningTable.load(p)
+    assert back.routes == a.routes and back.entries == {}
+    b = TuningTable({"device": "b"}, {}, {"route|K2|mcg|4096x4096|f16|M512": RouteEntry("gemm", {"gemm": 1.0})})
+    m = back.merged(b)
+    assert m.routes["route|K2|mcg|4096x4096|f16|M512"].route == "gemm"          # the newer table wins
+    assert m.routes["route|K2|mcg|4096x4096|f16|M96"].route == "fused"
+    # a table without routes writes none (older readers see the same file as before)
+    TuningTable({}, {}).save(p)
+    assert "routes" not in json.load(open(p))
+
+
+@pytest.mark.parametrize("routes, match", [
+    ({"route|K2|mcg|4096x4096|f16|M100": {"route": "dense"}}, "M bucket"),
+    ({"fused|K2|mcg|4096x4096|f16|M128": {"route": "dense"}}, "op 'route'"),
+    ({"route|K2|mcg|4096x4096": {"route": "dense"}}, "not a route key"),
+    ({"route|K2|mcg|4096x4096|f16|M128": {"route": "cublas"}}, "'route' must be one of"),
+    ({"route|K2|mcg|4096x4096|f16|M512": {"route": "fused"}}, "fused kernel takes M <= 256"),
+    ({"route|K2|mcg|4096x4096|f16|M128": {"route": "dense", "us": {"dense": "fast"}}}, "'us' must map"),
+    ({"route|K2|mcg|4096x4096|f16|M128": {"route": "dense", "rule": "x"}}, "'rule' must be one of"),
+    ([], "'routes' must be an object"),
+])
+def test_malformed_route_entries_name_the_entry(tmp_path, routes, match):
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps({"format": 1, "entries": {}, "routes": routes}))
+    with pytest.raises(TableError, match=match):
+        TuningTable.load(str(p))
+
+
+def test_shipped_route_entries_pick_their_fastest_measured_route():
+    t = TuningTable.load(shipped_table_path("sm_90"))
+    for k, e in t.routes.items():
+        assert e.us and e.route in e.us and e.us[e.route] == min(e.us.values()), k
+        assert e.rule in e.us, k                                   # the rule's route was measured too

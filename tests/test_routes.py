@@ -255,3 +255,77 @@ def test_mid_m_calls_take_the_coded_gemm_where_its_blocks_fill_the_gpu():
     assert gemm.takes_mid_m(28672, 512, sms)                         # two token blocks
     assert not gemm.takes_mid_m(28672, 513, sms)                     # three: the dense path
     assert gemm.takes_mid_m(128 * 99, 100, sms) and not gemm.takes_mid_m(128 * 98, 100, sms)
+
+
+@pytest.fixture
+def fake_h200(monkeypatch, tmp_path):
+    """ops.linear's routing on a device that reads as an sm_90 GPU of 132 SMs, with a user tuning
+    table in a temporary cache dir (no GPU: only the decision is exercised)."""
+    import torch
+    from escha_jit.autotune import table as T
+    from escha_jit.ops import common, linear as L
+    monkeypatch.setattr(common, "_ARCH", {0: "sm_90"})
+    monkeypatch.setattr(L, "sm_count", lambda dev: 132)
+    monkeypatch.setenv("ESCHA_JIT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(T, "shipped_table_path", lambda arch: str(tmp_path / "none.json"))
+    monkeypatch.setattr(T, "_tables", None)
+
+    def with_routes(routes: dict) -> None:
+        T.TuningTable({"device": "test"}, {}, {k: T.RouteEntry(r, {r: 1.0}) for k, r in routes.items()}).save(
+            T.user_table_path("sm_90"))
+        T.tables().invalidate()
+    return torch.device("cuda", 0), with_routes
+
+
+def _weights(IC, OC, K=2.0, cb="mcg"):
+    import torch
+    from escha_jit.reference import LinearWeights
+    from escha_jit.trellis import tile_words
+    return LinearWeights(torch.zeros(IC // 16, OC // 16, tile_words(K), dtype=torch.int16), K, cb,
+                         torch.ones(IC, dtype=torch.float16), torch.ones(OC, dtype=torch.float16))
+
+
+def test_route_entries_decide_above_the_decode_sizes(fake_h200, monkeypatch):
+    """A tuned route entry picks the path for its bucket; decode sizes, M above the last bucket,
+    shapes / dtypes / rates without an entry, and ESCHA_JIT_PREFILL=gemm above 256 rows keep the
+    built-in rule."""
+    import torch
+    from escha_jit.ops.linear import route_for, rule_route
+    dev, with_routes = fake_h200
+    w = _weights(4096, 4096)
+    f16, bf16 = torch.float16, torch.bfloat16
+    # the rule on this layer: fused to 64 rows, then dense (32 column groups do not fill 132 SMs)
+    assert [rule_route(dev, 2.0, 4096, M) for M in (16, 64, 65, 300, 2000)] == ["fused"] * 2 + ["dense"] * 3
+    with_routes({"route|K2|mcg|4096x4096|f16|M32": "dense", "route|K2|mcg|4096x4096|f16|M96": "fused",
+                 "route|K2|mcg|4096x4096|f16|M320": "gemm", "route|K2|mcg|4096x4096|f16|M1024": "gemm",
+                 "route|K2|mcg|4096x4096|bf16|M96": "dense"})
+    assert route_for(dev, w, f16, 16) == "fused"                  # decode: always the fused kernel
+    assert route_for(dev, w, f16, 17) == "dense"                  # bucket 32
+    assert route_for(dev, w, f16, 65) == route_for(dev, w, f16, 96) == "fused"       # bucket 96
+    assert route_for(dev, w, bf16, 96) == "dense"                 # the dtype is part of the key
+    assert route_for(dev, w, f16, 97) == "dense"                  # bucket 128: no entry, the rule
+    assert route_for(dev, w, f16, 257) == route_for(dev, w, f16, 320) == "gemm"
+    assert route_for(dev, w, f16, 1000) == "gemm" and route_for(dev, w, f16, 1025) == "dense"
+    assert route_for(dev, _weights(4096, 4096, 3.0), f16, 300) == "dense"        # another rate
+    assert route_for(dev, _weights(4096, 4096, 2.0, "mul1"), f16, 300) == "dense"  # another codebook
+    monkeypatch.setenv("ESCHA_JIT_PREFILL", "dense")
+    assert route_for(dev, w, f16, 300) == "gemm"
+    monkeypatch.setenv("ESCHA_JIT_PREFILL", "gemm")               # the user's explicit choice wins
+    with_routes({"route|K2|mcg|4096x4096|f16|M320": "dense", "route|K2|mcg|4096x4096|f16|M256": "dense"})
+    assert route_for(dev, w, f16, 300) == "gemm" and route_for(dev, w, f16, 256) == "dense"
+
+
+def test_route_entries_that_cannot_run_here_fall_back_to_the_rule(fake_h200, monkeypatch):
+    """An entry for the coded GEMM on a GPU without it (or the fused kernel at an M whose untuned
+    plan does not fit shared memory) is ignored: the rule decides."""
+    import torch
+    from escha_jit.ops import linear as L
+    dev, with_routes = fake_h200
+    w = _weights(4096, 28672)
+    with_routes({"route|K2|mcg|4096x28672|f16|M320": "gemm", "route|K2|mcg|4096x28672|f16|M128": "fused"})
+    assert L.route_for(dev, w, torch.float16, 300) == "gemm"
+    assert L.route_for(dev, w, torch.float16, 128) == "fused"
+    monkeypatch.setattr(L, "gemm_available", lambda dev: False)
+    assert L.route_for(dev, w, torch.float16, 300) == "dense"
+    monkeypatch.setattr(L, "fused_fits_call", lambda dev, K, M: False)
+    assert L.route_for(dev, w, torch.float16, 128) == "dense"

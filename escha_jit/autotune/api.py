@@ -21,7 +21,7 @@ from ..spec import vendor_of
 from .candidates import Candidate, fused_candidates
 from .search import successive_halving
 from .shapes import LayerShape
-from .table import Entry, TuningTable, entry_key, read_table, tables, user_table_path
+from .table import ROUTE_BUCKETS, Entry, TuningTable, entry_key, read_table, tables, user_table_path
 
 log = logging.getLogger(__name__)
 DEFAULT_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -74,6 +74,8 @@ def layer_shapes(model_or_layers) -> list[LayerShape]:
 
 @dataclasses.dataclass
 class TuneRow:
+    """One tuned problem: a fused entry (best: the config; heuristic_us: the untuned config's time)
+    or a route entry (best: the route; heuristic_us: the built-in rule's route's time)."""
     key: str
     best: str
     best_us: float
@@ -105,16 +107,22 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
          dtypes: Sequence[torch.dtype] = (torch.float16,), budget_s: float = 20.0,
          device: Optional[torch.device] = None, save: bool = True, progress: bool = True,
          shapes: Optional[Iterable[LayerShape]] = None,
-         grid: Optional[Mapping[str, Sequence[int]]] = None, levels: bool = True) -> TuneReport:
+         grid: Optional[Mapping[str, Sequence[int]]] = None, levels: bool = True,
+         route_buckets: Sequence[int] = ROUTE_BUCKETS) -> TuneReport:
     """Measure and record the best fused-kernel configuration of every (shape, dtype, M bucket)
-    of the model's coded projections that ops.linear routes to the fused kernel (buckets above
-    kernels.fused.ROUTE_MAX_M of the device's vendor take the dense-weight path and are skipped). Writes the user table in the cache dir (it wins over the
-    shipped one) after every problem, so an interrupted run keeps what it measured, unless ``save``
-    is False. ``budget_s`` bounds each problem's search; ``grid``
+    of the model's coded projections that the built-in rule routes to the fused kernel (buckets
+    above kernels.fused.ROUTE_MAX_M of the device's vendor are skipped), then, for each
+    ``route_buckets`` (autotune.table.ROUTE_BUCKETS; () to skip), which path serves a call of that
+    many rows fastest: the fused kernel, the coded GEMM (Hopper) or the dense-weight path
+    (autotune/routes.py; ops.linear.route_for follows it). Writes the user table in the cache dir
+    (it wins over the shipped one) after every problem, so an interrupted run keeps what it
+    measured, unless ``save`` is False. ``budget_s`` bounds each fused problem's search; ``grid``
     widens or narrows the searched axes (see tune_grid). On NVIDIA each winner is then tried at
     a few ptxas register-usage levels (autotune/reg_levels.py) unless ``levels`` is False."""
     search = tune_grid(grid)
     from .measure import FusedTimer, Problem, candidate_specs, usable
+    from .routes import check_route_buckets, measure_routes
+    route_buckets = check_route_buckets(route_buckets)
     t_start = time.perf_counter()
     dev = device or torch.device("cuda")
     arch = arch_of(dev)
@@ -122,13 +130,16 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
     shapes = list(shapes) if shapes is not None else layer_shapes(model_or_layers)
     buckets = sorted({b for b in m_buckets if b <= ROUTE_MAX_M[vendor_of(arch)]})
     problems = [Problem(s.IC, s.OC, s.K, s.codebook, M, dt) for s in shapes for dt in dtypes for M in buckets]
-    bar = Progress(len(problems) + 1, "tune", enabled=progress)
+    bar = Progress(len(problems) + 1 + len(shapes) * len(dtypes) * len(route_buckets), "tune", enabled=progress)
     timers, specs = [], {}                             # timers: (problem, candidates, heuristic's)
     for p in problems:
         cands = fused_candidates(arch, p.K, p.IC, p.OC, p.M, sms, **search)
         heur = heuristic_candidate(p, sms, arch, _cluster_slots(dev, p))
         specs.update(dict(candidate_specs(arch, p.K, p.codebook, DTYPE_NAMES[p.dtype], cands + [heur])))
         timers.append((p, cands, heur))
+    if route_buckets:                    # the routes' kernels (dense weight, row scaling, coded GEMM), in the same pool
+        from .shapes import model_specs
+        specs.update(dict(model_specs(arch, shapes, [DTYPE_NAMES[dt] for dt in dtypes])))
     # thousands of candidates on a fresh cache take minutes (H200 machine, 16 cores: 2018 in 287 s)
     cbar = Progress(len(specs), "tune: compile", enabled=progress, min_interval_s=10.0)
     compiled = compile_all(arch, specs=list(specs.items()), jobs=os.cpu_count(),
@@ -179,6 +190,19 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
         if save:
             base.merged(table).save(path)
             tables().invalidate()
+    for s in shapes:                     # after the fused entries: the fused route runs its tuned configs
+        for dt in dtypes:
+            def record(res, s=s):
+                if res.entry is not None:
+                    e = res.entry
+                    table.routes[res.key] = e
+                    rows.append(TuneRow(res.key, e.route, e.us[e.route], e.us.get(e.rule, float("nan")),
+                                        len(e.us) + len(res.failed), len(e.us), len(res.failed), res.seconds))
+                    if save:
+                        base.merged(table).save(path)
+                        tables().invalidate()
+                bar.update(res.key)
+            measure_routes(s, dt, route_buckets, dev, on_bucket=record)
     return TuneReport(arch, rows, path, time.perf_counter() - t_start)
 
 

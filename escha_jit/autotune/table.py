@@ -8,9 +8,14 @@ File format (``<arch>.json``)::
                     "package_version": "0.1.0", "date": "..."},
      "entries": {"fused|K2|mcg|4096x4096|f16|M1": {"config": {...}, "launch": {"splits": 8},
                  "us": 11.8, "weight_gb_s": 355.0, "runner_up": {"config": ..., "launch": ..., "us": 11.9},
-                 "heuristic_us": 12.7}}}
+                 "heuristic_us": 12.7}},
+     "routes": {"route|K2|mcg|4096x14336|bf16|M512": {"route": "gemm",
+                "us": {"gemm": 70.1, "dense": 98.3}, "rule": "gemm"}}}
 
-Keys: op | K | codebook | ICxOC | activation dtype | M bucket (the arch is the file).
+Keys: op | K | codebook | ICxOC | activation dtype | M bucket (the arch is the file). ``entries``
+hold the fused kernel's configurations (op "fused", M_BUCKETS); ``routes`` (optional) which path
+ops.linear takes for a call of M rows (op "route", ROUTE_BUCKETS): the fused kernel, the coded GEMM
+or the dense-weight path, each one's measured time, and what the built-in rule would have taken.
 """
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ import threading
 from typing import Any, Mapping, NamedTuple, Optional
 
 from .. import env
+from ..kernels.fused import MAX_M as FUSED_MAX_M
 from ..kernels.fused import FusedConfig, FusedLaunch
 from ..trellis import rate_name
 
@@ -30,6 +36,15 @@ log = logging.getLogger(__name__)
 
 FORMAT = 1
 M_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+# Which path serves a call of M rows is measured per bucket above the decode sizes (ops.linear:
+# M <= ROUTE_MIN_M always takes the fused kernel). Finer than M_BUCKETS where the paths cross on
+# the H200 (benchmarks/RESULTS.md sessions 33, 34: 64..128 fused vs dense, 256..512 within the
+# coded GEMM's second token block, 768 / 1024 its third and fourth); above the last bucket the
+# built-in rule decides (the dense-weight path: the coded GEMM decodes every weight once per
+# 256-token block).
+ROUTE_BUCKETS = (32, 64, 96, 128, 192, 256, 320, 384, 512, 768, 1024)
+ROUTE_MIN_M = 16
+ROUTES = ("fused", "gemm", "dense")
 
 
 class TableError(ValueError):
@@ -46,6 +61,16 @@ def m_bucket(M: int) -> int:
 
 def entry_key(op: str, K: float, codebook: str, IC: int, OC: int, dtype: str, M: int) -> str:
     return f"{op}|K{rate_name(K)}|{codebook}|{IC}x{OC}|{dtype}|M{m_bucket(M)}"
+
+
+def route_bucket(M: int) -> Optional[int]:
+    """The smallest route bucket >= M; None above the last (the rule decides there)."""
+    return next((b for b in ROUTE_BUCKETS if M <= b), None)
+
+
+def route_key(K: float, codebook: str, IC: int, OC: int, dtype: str, bucket: int) -> str:
+    """The key of a route entry for a route bucket (route_bucket(M))."""
+    return f"route|K{rate_name(K)}|{codebook}|{IC}x{OC}|{dtype}|M{bucket}"
 
 
 class EntryKey(NamedTuple):
@@ -80,6 +105,41 @@ class Entry:
         return d
 
 
+@dataclasses.dataclass(frozen=True)
+class RouteEntry:
+    """The path measured fastest for one route bucket, and what was measured (us per call by
+    route; ``rule``: the route the built-in rule takes there)."""
+    route: str
+    us: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    rule: Optional[str] = None
+
+    def to_json(self) -> dict:
+        d: dict = {"route": self.route, "us": {k: round(v, 3) for k, v in sorted(self.us.items())}}
+        if self.rule is not None:
+            d["rule"] = self.rule
+        return d
+
+
+def _route_from_json(where: str, key: str, d: Any) -> RouteEntry:
+    try:
+        k = parse_key(key)
+    except ValueError:
+        raise TableError(f"{where}: not a route key (expected 'route|K<rate>|<codebook>|<IC>x<OC>|<dtype>|M<bucket>')") from None
+    if k.op != "route" or k.M not in ROUTE_BUCKETS:
+        raise TableError(f"{where}: a route key needs op 'route' and an M bucket of {ROUTE_BUCKETS}")
+    if not isinstance(d, dict) or d.get("route") not in ROUTES:
+        raise TableError(f"{where}: 'route' must be one of {ROUTES}")
+    if d["route"] == "fused" and k.M > FUSED_MAX_M:
+        raise TableError(f"{where}: the fused kernel takes M <= {FUSED_MAX_M}, not bucket {k.M}")
+    us = d.get("us", {})
+    if not isinstance(us, dict) or not all(r in ROUTES and isinstance(t, (int, float)) for r, t in us.items()):
+        raise TableError(f"{where}: 'us' must map routes {ROUTES} to microseconds")
+    rule = d.get("rule")
+    if rule is not None and rule not in ROUTES:
+        raise TableError(f"{where}: 'rule' must be one of {ROUTES}")
+    return RouteEntry(d["route"], {r: float(t) for r, t in us.items()}, rule)
+
+
 def _cfg_json(cfg: FusedConfig) -> dict:
     d = dataclasses.asdict(cfg)
     d.pop("diag", None)
@@ -107,6 +167,7 @@ def _entry_from_json(where: str, d: Any) -> Entry:
 class TuningTable:
     provenance: dict = dataclasses.field(default_factory=dict)
     entries: dict = dataclasses.field(default_factory=dict)      # key -> Entry
+    routes: dict = dataclasses.field(default_factory=dict)       # route key -> RouteEntry
 
     @classmethod
     def load(cls, path: str) -> "TuningTable":
@@ -122,11 +183,18 @@ class TuningTable:
         prov = raw.get("provenance", {})
         if not isinstance(prov, dict):
             raise TableError(f"{path}: 'provenance' must be an object")
-        return cls(prov, {k: _entry_from_json(f"{path}: entry {k!r}", v) for k, v in raw["entries"].items()})
+        routes = raw.get("routes", {})
+        if not isinstance(routes, dict):
+            raise TableError(f"{path}: 'routes' must be an object")
+        return cls(prov, {k: _entry_from_json(f"{path}: entry {k!r}", v) for k, v in raw["entries"].items()},
+                   {k: _route_from_json(f"{path}: route {k!r}", k, v) for k, v in routes.items()})
 
     def to_json(self) -> dict:
-        return {"format": FORMAT, "provenance": self.provenance,
-                "entries": {k: self.entries[k].to_json() for k in sorted(self.entries)}}
+        d = {"format": FORMAT, "provenance": self.provenance,
+             "entries": {k: self.entries[k].to_json() for k in sorted(self.entries)}}
+        if self.routes:
+            d["routes"] = {k: self.routes[k].to_json() for k in sorted(self.routes)}
+        return d
 
     def save(self, path: str) -> None:
         """Atomic write (temp file in the same directory, then rename)."""
@@ -144,7 +212,7 @@ class TuningTable:
         prov = dict(top or base)
         if base and top:
             prov["merged_from"] = [base, top]
-        return TuningTable(prov, {**self.entries, **other.entries})
+        return TuningTable(prov, {**self.entries, **other.entries}, {**self.routes, **other.routes})
 
 
 def shipped_table_path(arch: str) -> str:
@@ -194,6 +262,11 @@ class Tables:
             self._missed.add(key)
             log.info("no tuned entry for %s on %s: using the heuristic (escha_jit.tune(model) measures it)", key, arch)
         return e
+
+    def route(self, arch: str, key: str) -> Optional[RouteEntry]:
+        """The route entry of ``key`` (route_key), or None (the rule decides; not logged: most
+        shapes have none)."""
+        return self.table(arch).routes.get(key)
 
     def invalidate(self) -> None:
         with self._lock:

@@ -259,6 +259,15 @@ def fused_handles(dev: torch.device, K: float, M: int, act_quant: Optional[str] 
         return False
     if act_quant == "int8":
         return fused_fits(arch, default_config_i8(M, vendor_of(arch)), K, i8=True, M=M)
+    return fused_fits_call(dev, K, M)
+
+
+def fused_fits_call(dev: torch.device, K: float, M: int) -> bool:
+    """Whether the fused kernel can serve a call of M rows on this device at all (M <= MAX_M and
+    the untuned configuration for M fits one block's shared memory), whatever the route rule."""
+    if not 0 < M <= MAX_M:
+        return False
+    arch = arch_of(dev)
     cfg = default_config(M, vendor_of(arch))
     return 16 * cfg.m_tiles >= M and fused_fits(arch, cfg, K, M=M)
 

@@ -1,4 +1,6 @@
-"""The GPU linear for any M. Up to kernels.fused.ROUTE_MAX_M rows (NVIDIA 64, AMD 128) the fused
+"""The GPU linear for any M. Which path a call takes is measured per layer shape, dtype and M
+bucket by escha_jit.tune (route entries of the tuned table, route_for); where there is none, the
+built-in rule (rule_route): up to kernels.fused.ROUTE_MAX_M rows (NVIDIA 64, AMD 128) the fused
 single-launch kernel of ops/fused.py. Above, on Hopper up to 512 rows (two token blocks), the coded
 wgmma GEMM of ops/gemm.py (weights decoded inside the GEMM) where its column groups fill the GPU
 (kernels.gemm.takes_mid_m: OC >= ~12.7k on an H200), and above 256 rows with ESCHA_JIT_PREFILL=gemm.
@@ -26,32 +28,69 @@ import torch
 from .. import env
 from ..kernels import gemm, rowscale
 from ..reference import LinearWeights
+from ..autotune.table import ROUTE_MIN_M, route_bucket, route_key, tables
 from ..kernels.fused import check_act_quant
 from .common import DTYPE_NAMES, arch_of, check_call, check_tensor, kernel_for
 from .dense import dense_weight
-from .fused import MAX_M, fused_handles, fused_linear, sm_count
+from .fused import MAX_M, fused_fits_call, fused_handles, fused_linear, sm_count
 from .gemm import coded_gemm, gemm_available
 
 log = logging.getLogger(__name__)
 
 
+def rule_route(dev: torch.device, K: float, OC: int, M: int) -> str:
+    """The route the built-in rule gives a call of M rows (no act_quant): 'fused' up to
+    ROUTE_MAX_M, 'gemm' for one or two token blocks on wide layers on Hopper (or above 256 rows
+    with ESCHA_JIT_PREFILL=gemm), else 'dense'."""
+    if fused_handles(dev, K, M):
+        return "fused"
+    if gemm_available(dev) and (gemm.takes_mid_m(OC, M, sm_count(dev)) or (M > MAX_M and env.prefill_route() == "gemm")):
+        return "gemm"
+    return "dense"
+
+
+def route_for(dev: torch.device, w: LinearWeights, dtype: torch.dtype, M: int) -> str:
+    """The path a call of M rows with activations of ``dtype`` takes: the tuned table's route
+    entry for its bucket (autotune.table.ROUTE_BUCKETS, measured by escha_jit.tune) where there is
+    one and the path can run here, else rule_route. Decode sizes (M <= ROUTE_MIN_M) always take
+    the rule (the fused kernel), and ESCHA_JIT_PREFILL=gemm wins above 256 rows."""
+    rule = rule_route(dev, w.K, w.OC, M)
+    if M <= ROUTE_MIN_M or (M > MAX_M and env.prefill_route() == "gemm"):
+        return rule
+    bucket = route_bucket(M)
+    if bucket is None:
+        return rule
+    e = tables().route(arch_of(dev), route_key(w.K, w.codebook, w.IC, w.OC, DTYPE_NAMES.get(dtype, "?"), bucket))
+    if e is None or not route_runs(dev, w.K, M, e.route):
+        return rule
+    return e.route
+
+
+def route_runs(dev: torch.device, K: float, M: int, route: str) -> bool:
+    """Whether ``route`` can serve a call of M rows on ``dev``."""
+    if route == "fused":
+        return fused_fits_call(dev, K, M)
+    if route == "gemm":
+        return gemm_available(dev)
+    return True
+
+
 def linear(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] = None,
            bias32: Optional[torch.Tensor] = None, act_quant: Optional[str] = None) -> torch.Tensor:
-    """The GPU linear: the fused single-launch kernel for M <= ROUTE_MAX_M (NVIDIA 64, AMD 128);
-    above, the coded GEMM of ops/gemm.py on Hopper for M <= 512 where its blocks fill the GPU
-    (kernels.gemm.takes_mid_m) and, with ESCHA_JIT_PREFILL=gemm, for M > 256; else dense W +
-    vendor GEMM.
+    """The GPU linear: the path of route_for (the tuned table's route entry, else the rule: the
+    fused single-launch kernel for M <= ROUTE_MAX_M (NVIDIA 64, AMD 128); above, the coded GEMM of
+    ops/gemm.py on Hopper for M <= 512 where its blocks fill the GPU (kernels.gemm.takes_mid_m)
+    and, with ESCHA_JIT_PREFILL=gemm, for M > 256; else dense W + vendor GEMM).
 
     ``act_quant='int8'`` (opt-in, mul1 layers only) sends decode-sized calls (M <= 8) to the
     int8-activation kernels; larger M keep the exact fp16 route."""
     check_act_quant(act_quant, w.codebook)
     if act_quant == "int8" and fused_handles(w.code.device, w.K, x.shape[0], act_quant):
         return fused_linear(x, w, out=out, bias32=bias32, act_quant=act_quant)
-    if fused_handles(w.code.device, w.K, x.shape[0]):
+    route = route_for(w.code.device, w, x.dtype, x.shape[0])
+    if route == "fused":
         return fused_linear(x, w, out=out, bias32=bias32)
-    M = x.shape[0]
-    if gemm_available(w.code.device) and (gemm.takes_mid_m(w.OC, M, sm_count(w.code.device))
-                                          or (M > MAX_M and env.prefill_route() == "gemm")):
+    if route == "gemm":
         return coded_gemm(x, w, out=out, bias32=bias32)
     return linear_unfused(x, w, out=out, bias32=bias32)
 
