@@ -75,6 +75,7 @@ def test_tune_measures_routes_and_linear_follows_them(tmp_path, monkeypatch):
     """tune() times the fused kernel, the coded GEMM (sm_90) and the dense-weight path per route
     bucket, records the fastest, and ops.linear then takes that path: the same bits as calling it."""
     from escha_jit.autotune.routes import ROUTE_FNS
+    from escha_jit.autotune.table import pick_route
     from escha_jit.ops.linear import linear, route_for
     monkeypatch.setenv("ESCHA_JIT_CACHE_DIR", str(tmp_path))
     layer = EschaLinear(random_layer(1024, 2048, 2.0, "mcg", seed=4)).cuda()
@@ -84,7 +85,7 @@ def test_tune_measures_routes_and_linear_follows_them(tmp_path, monkeypatch):
     assert sorted(t.routes) == sorted(r.key for r in rep.rows) and len(t.routes) == 4 and not t.entries
     w = layer.weights
     for key, e in t.routes.items():
-        assert e.route == min(e.us, key=e.us.get) and e.rule in e.us
+        assert e.route == pick_route(e.us, e.rule) and e.rule in e.us
         assert set(e.us) >= {"dense", "gemm"} and ("fused" in e.us) == key.endswith("M96")
         M, dt = int(key.split("|M")[1]), torch.float16 if "|f16|" in key else torch.bfloat16
         assert route_for(w.code.device, w, dt, M) == e.route

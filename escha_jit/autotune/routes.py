@@ -2,7 +2,8 @@
 GEMM (ops.gemm, Hopper) and the dense-weight path (ops.linear.linear_unfused), each timed on the
 same layers and activations at the upper end of every route bucket (autotune.table.ROUTE_BUCKETS),
 by the tuner's method (CUDA-graph replay over distinct weight copies, median). The fastest becomes
-the bucket's route entry; ops.linear.route_for follows it.
+the bucket's route entry (the built-in rule's route where it is within table.ROUTE_MARGIN of the
+fastest); ops.linear.route_for follows it.
 
 Why measured: where the paths cross depends on the layer's width (the coded GEMM's OC / 128 blocks
 against the SMs), the activation dtype (bf16 adds two passes to the dense path) and M within a
@@ -22,7 +23,7 @@ from ..ops.gemm import coded_gemm
 from ..ops.linear import linear_unfused, route_runs, rule_route
 from .measure import Problem, copies_for, random_weights, time_chain
 from .shapes import LayerShape
-from .table import ROUTE_BUCKETS, ROUTES, RouteEntry, route_key
+from .table import ROUTE_BUCKETS, ROUTES, RouteEntry, pick_route, route_key
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +76,8 @@ def measure_routes(shape: LayerShape, dtype: torch.dtype, buckets: Sequence[int]
                 failed[r] = f"{type(e).__name__}: {e}"
                 log.warning("route %s for %s M=%d failed: %s", r, p, M, failed[r])
         key = route_key(p.K, p.codebook, p.IC, p.OC, dt, M)
-        entry = (RouteEntry(min(us, key=us.get), us, rule_route(device, p.K, p.OC, M)) if us else None)
+        rule = rule_route(device, p.K, p.OC, M)
+        entry = RouteEntry(pick_route(us, rule), us, rule) if us else None
         res = RouteResult(key, entry, failed, time.perf_counter() - t0)
         out.append(res)
         if on_bucket is not None:

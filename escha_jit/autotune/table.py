@@ -45,6 +45,10 @@ M_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 ROUTE_BUCKETS = (32, 64, 96, 128, 192, 256, 320, 384, 512, 768, 1024)
 ROUTE_MIN_M = 16
 ROUTES = ("fused", "gemm", "dense")
+# A route other than the built-in rule's is recorded only where it is more than this much faster:
+# repeated timings of one path differ by ~1-2 % (an interleaved A/B of unchanged cells, RESULTS.md
+# session 35), and the rule is the path every untuned call takes.
+ROUTE_MARGIN = 0.02
 
 
 class TableError(ValueError):
@@ -118,6 +122,15 @@ class RouteEntry:
         if self.rule is not None:
             d["rule"] = self.rule
         return d
+
+
+def pick_route(us: Mapping[str, float], rule: Optional[str], margin: float = ROUTE_MARGIN) -> str:
+    """The route to record from measured times (us by route): the fastest, unless the rule's route
+    was measured within ``margin`` of it."""
+    best = min(us, key=us.get)
+    if rule in us and us[rule] <= us[best] * (1 + margin):
+        return rule
+    return best
 
 
 def _route_from_json(where: str, key: str, d: Any) -> RouteEntry:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import threading
 from typing import Optional
@@ -265,9 +266,11 @@ def fused_handles(dev: torch.device, K: float, M: int, act_quant: Optional[str] 
 def fused_fits_call(dev: torch.device, K: float, M: int) -> bool:
     """Whether the fused kernel can serve a call of M rows on this device at all (M <= MAX_M and
     the untuned configuration for M fits one block's shared memory), whatever the route rule."""
-    if not 0 < M <= MAX_M:
-        return False
-    arch = arch_of(dev)
+    return 0 < M <= MAX_M and _fused_fits_call(arch_of(dev), K, M)
+
+
+@functools.lru_cache(maxsize=None)           # asked on every call; a few (arch, K, M <= 256) in a process
+def _fused_fits_call(arch: str, K: float, M: int) -> bool:
     cfg = default_config(M, vendor_of(arch))
     return 16 * cfg.m_tiles >= M and fused_fits(arch, cfg, K, M=M)
 
