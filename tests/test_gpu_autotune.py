@@ -15,7 +15,7 @@ def test_tune_writes_table_and_dispatch_uses_it(tmp_path, monkeypatch):
     monkeypatch.setenv("ESCHA_JIT_CACHE_DIR", str(tmp_path))
     layers = torch.nn.ModuleList([EschaLinear(random_layer(1024, 512, 2.0, "mcg", seed=1)),
                                   EschaLinear(random_layer(512, 1024, 3.5, "mul1", seed=2))]).cuda()
-    rep = escha_jit.tune(layers, m_buckets=(1, 4), budget_s=2.0, progress=False)
+    rep = escha_jit.tune(layers, m_buckets=(1, 4), budget_s=2.0, progress=False, route_buckets=())
     assert len(rep.rows) == 4 and all(r.best_us <= r.heuristic_us * 1.0001 for r in rep.rows)
     t = TuningTable.load(user_table_path("sm_90"))
     assert len(t.entries) == 4 and t.provenance["device"]
@@ -50,7 +50,7 @@ def test_interrupted_tune_keeps_what_it_measured(tmp_path, monkeypatch):
     monkeypatch.setattr(api, "successive_halving", stop_in_second)
     layers = torch.nn.ModuleList([EschaLinear(random_layer(1024, 512, 2.0, "mcg", seed=1))]).cuda()
     with pytest.raises(KeyboardInterrupt):
-        escha_jit.tune(layers, m_buckets=(1, 4), budget_s=1.0, progress=False)
+        escha_jit.tune(layers, m_buckets=(1, 4), budget_s=1.0, progress=False, route_buckets=())
     t = TuningTable.load(path)
     assert sorted(t.entries) == ["fused|K2|mcg|1024x512|f16|M1", "fused|K4|mcg|256x256|f16|M1"]
     assert t.entries["fused|K4|mcg|256x256|f16|M1"] == earlier.entries["fused|K4|mcg|256x256|f16|M1"]
@@ -91,3 +91,48 @@ def test_tune_measures_routes_and_linear_follows_them(tmp_path, monkeypatch):
         assert route_for(w.code.device, w, dt, M) == e.route
         x = torch.randn(M, 1024, device="cuda").to(dt)
         assert torch.equal(linear(x, w), ROUTE_FNS[e.route](x, w)), key
+
+
+def test_shipped_entries_compute_what_the_untuned_plan_computes():
+    """Every entry of the shipped table for this GPU's arch runs its configuration at its own shape
+    and M bucket, and gives the untuned plan's outputs (the same products, summed in another
+    order: within one output rounding). The tuner only times candidates; this checks what it
+    picked."""
+    import os
+    from escha_jit.autotune.api import heuristic_candidate
+    from escha_jit.autotune.candidates import Candidate
+    from escha_jit.autotune.measure import Problem, candidate_specs
+    from escha_jit.autotune.table import parse_key, shipped_table_path
+    from escha_jit.offline import compile_all
+    from escha_jit.ops.common import arch_of
+    from conftest import rel_rms
+    dev = torch.device("cuda")
+    path = shipped_table_path(arch_of(dev))
+    if not os.path.exists(path):
+        import pytest
+        pytest.skip(f"no shipped table for {arch_of(dev)}")
+    table = TuningTable.load(path)
+    sms = F.sm_count(dev)
+    by_layer: dict = {}
+    for key, e in sorted(table.entries.items()):
+        k = parse_key(key)
+        by_layer.setdefault((k.IC, k.OC, k.K, k.codebook), []).append((k, e))
+    dts = {"f16": torch.float16, "bf16": torch.bfloat16}
+    heurs, specs = {}, {}
+    for entries in by_layer.values():
+        for k, e in entries:
+            heurs[k] = heuristic_candidate(Problem(k.IC, k.OC, k.K, k.codebook, k.M, dts[k.dtype]), sms, arch_of(dev))
+            specs.update(dict(candidate_specs(arch_of(dev), k.K, k.codebook, k.dtype, [Candidate(e.cfg, e.launch), heurs[k]])))
+    bad = [r for r in compile_all(arch_of(dev), specs=list(specs.items()), jobs=os.cpu_count()) if not r.ok]
+    assert not bad, [(str(r.spec), r.error or r.problems) for r in bad]
+    for (IC, OC, K, cb), entries in by_layer.items():
+        w = random_layer(IC, OC, K, cb, seed=5).to(dev)
+        for k, e in entries:
+            dt = dts[k.dtype]
+            x = torch.randn(k.M, IC, device=dev).to(dt)
+            heur = heurs[k]
+            want = F.fused_linear(x, w, cfg=heur.cfg, launch=heur.launch)
+            got = F.fused_linear(x, w, cfg=e.cfg, launch=e.launch)
+            assert rel_rms(got.float(), want.float()) < (2e-3 if dt == torch.bfloat16 else 3e-4), k
+        del w
+        torch.cuda.empty_cache()
