@@ -23,8 +23,9 @@ ARCHES = ("sm_90",)   # wgmma: Hopper only (sm_100 has a different matrix unit i
 ARGS = ("ptr", "ptr", "ptr", "i64", "ptr", "ptr", "ptr", "ptr", "i32", "i32", "i32", "i32", "tmap")
 
 
-# Calls of one or two token blocks (ops.linear: above the fused kernel's ROUTE_MAX_M, up to
-# MID_M_MAX rows) go to the coded GEMM where its OC / 128 column-group blocks fill the GPU: each
+# The rule where the tuned table has no route entry (ops.linear.rule_route; tune() measures the
+# routes per shape, autotune/routes.py): calls of one or two token blocks (above the fused kernel's
+# ROUTE_MAX_M, up to MID_M_MAX rows) go to the coded GEMM where its OC / 128 column-group blocks fill the GPU: each
 # weight is decoded once per token block, inside the GEMM, and no dense weight is written. H200
 # (benchmarks/bench_crossover.py --gemm), K2/K4 mcg: at M = 64..256 0.50-0.61x the dense path's time
 # with 112 and 224 column groups (4096x14336, 8192x28672), 1.6-1.9x with 32 (4096x4096, 14336x4096)

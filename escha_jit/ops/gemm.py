@@ -14,8 +14,8 @@ from .fused import prep_kernel, run_prep, scratch
 
 def gemm_available(dev: torch.device) -> bool:
     """Whether the coded GEMM runs on ``dev``: NVIDIA sm_90 (wgmma). ops/linear routes calls of one
-    or two token blocks (65..512 rows) on wide layers to it (kernels.gemm.takes_mid_m), others only
-    with ESCHA_JIT_PREFILL=gemm (there it is slower than the dense-weight path today)."""
+    or two token blocks (65..512 rows) on wide layers to it (kernels.gemm.takes_mid_m), others where
+    the tuned table's route entry says so (ops.linear.route_for) or with ESCHA_JIT_PREFILL=gemm."""
     return dev.type == "cuda" and torch.version.hip is None and gemm.supported(arch_of(dev))
 
 
