@@ -23,5 +23,6 @@ def prebuild(checkpoint: str, arch: str, out_dir: str, dtypes: Sequence[str] = (
     specs = model_specs(arch, shapes, dtypes, table)
     rows = compile_all(arch, cache_dir=out_dir, jobs=jobs, toolchain=toolchain, specs=specs, progress=progress)
     path = user_table_path(arch, out_dir)
-    TuningTable(dict(table.provenance, prebuilt_for=os.path.abspath(checkpoint)), dict(table.entries)).save(path)
+    TuningTable(dict(table.provenance, prebuilt_for=os.path.abspath(checkpoint)), dict(table.entries),
+                dict(table.routes)).save(path)
     return rows, path

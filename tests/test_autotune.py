@@ -226,6 +226,9 @@ def test_prebuild_then_load_without_compiling(tmp_path, monkeypatch, arch):
     rows, table = prebuild(str(ck), arch, str(out), dtypes=("f16",), jobs=2)
     assert rows and all(r.ok for r in rows), [r for r in rows if not r.ok][:3]
     assert os.path.exists(table)
+    if os.path.exists(shipped_table_path(arch)):     # the shipped entries and routes travel with the cache
+        shipped, copied = TuningTable.load(shipped_table_path(arch)), TuningTable.load(table)
+        assert copied.entries.keys() >= shipped.entries.keys() and copied.routes.keys() >= shipped.routes.keys()
     monkeypatch.setenv("ESCHA_JIT_CACHE_DIR", str(out))
     monkeypatch.setenv("ESCHA_JIT_NO_COMPILE", "1")
     specs = model_specs(arch, checkpoint_shapes(str(ck)), ("f16",), TuningTable.load(table))
@@ -504,3 +507,14 @@ def test_pick_route_keeps_the_rule_within_the_margin():
     assert pick_route({"dense": 100.0, "gemm": 90.0, "fused": 95.0}, "fused") == "gemm"
     assert pick_route({"dense": 100.0, "gemm": 90.0}, "fused") == "gemm"        # the rule's route failed
     assert pick_route({"dense": 100.0}, None) == "dense"
+
+
+def test_warmup_sizes_cover_every_route_bucket_above_the_fused_kernel():
+    """warmup() calls each projection at its buckets and, above the fused kernel's MAX_M, once per
+    route bucket up to the largest (the coded GEMM and the dense path compile one kernel set for any
+    M, and the tuned routes may take either), largest first so scratch is sized once."""
+    from escha_jit.autotune.api import warmup_sizes
+    assert warmup_sizes((1, 16, 64)) == [64, 16, 1]
+    assert warmup_sizes((1, 256)) == [256, 1]
+    assert warmup_sizes((1, 4, 2048)) == [2048, 1024, 768, 512, 384, 320, 257, 4, 1]
+    assert warmup_sizes((600,)) == [600, 512, 384, 320, 257]

@@ -232,16 +232,26 @@ def _toolchain_id(arch: str) -> str:
         return f"unknown ({e})"
 
 
+def warmup_sizes(m_buckets: Sequence[int]) -> list[int]:
+    """The row counts warmup() calls each projection with, largest first (see warmup)."""
+    top = max(m_buckets)
+    above = {MAX_M + 1, *(b for b in ROUTE_BUCKETS if MAX_M < b < top)} if top > MAX_M else set()
+    return sorted(set(m_buckets) | above, reverse=True)
+
+
 def warmup(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
            dtypes: Sequence[torch.dtype] = (torch.float16,), device: Optional[torch.device] = None,
            progress: bool = False) -> int:
     """Compile (or load from the cache) and load every kernel the model's coded projections need
     for these M buckets and dtypes, and size the scratch buffers for the largest M, without
-    measuring anything. Returns the number of plans made. Run it before CUDA-graph capture."""
+    measuring anything. Returns the number of plans made. Run it before CUDA-graph capture.
+    Where a bucket exceeds the fused kernel's MAX_M, one call per route bucket up to it is made as
+    well (MAX_M + 1 and autotune.table.ROUTE_BUCKETS): the paths above MAX_M (coded GEMM, dense
+    weight) compile one kernel set for any M, and the tuned routes may take either."""
     mods = [m for m in (model_or_layers.modules() if isinstance(model_or_layers, torch.nn.Module)
                         else model_or_layers) if isinstance(m, EschaLinear)]
     n = 0
-    sizes = sorted(set(m_buckets) | ({MAX_M + 1} if max(m_buckets) > MAX_M else set()), reverse=True)
+    sizes = warmup_sizes(m_buckets)
     bar = Progress(len(mods) * len(dtypes) * len(sizes), "warmup", enabled=progress)
     with torch.no_grad():
         for mod in mods:
