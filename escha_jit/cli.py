@@ -178,9 +178,13 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from .autotune.api import tune
     from .autotune.shapes import checkpoint_shapes
     dt = {"f16": torch.float16, "bf16": torch.bfloat16}
-    rep = tune(None, shapes=checkpoint_shapes(args.checkpoint), m_buckets=_ints("--m-buckets", args.m_buckets),
+    m_buckets, route_buckets = _ints("--m-buckets", args.m_buckets), _ints("--route-buckets", args.route_buckets)
+    bad = [b for b in route_buckets if b not in ROUTE_BUCKETS]
+    if bad:
+        raise SystemExit(f"escha-jit: --route-buckets {bad}: each must be one of {ROUTE_BUCKETS}")
+    rep = tune(None, shapes=checkpoint_shapes(args.checkpoint), m_buckets=m_buckets,
                dtypes=[dt[d] for d in args.dtypes.split(",")], budget_s=args.budget, save=not args.dry_run,
-               route_buckets=_ints("--route-buckets", args.route_buckets))
+               route_buckets=route_buckets)
     print(rep.summary())
     return 0
 

@@ -329,3 +329,15 @@ def test_route_entries_that_cannot_run_here_fall_back_to_the_rule(fake_h200, mon
     assert L.route_for(dev, w, torch.float16, 300) == "dense"
     monkeypatch.setattr(L, "fused_fits_call", lambda dev, K, M: False)
     assert L.route_for(dev, w, torch.float16, 128) == "dense"
+
+
+@pytest.mark.parametrize("option, value, match", [
+    ("--route-buckets", "96,x", "--route-buckets '96,x': expected comma-separated integers"),
+    ("--route-buckets", "96,100", r"--route-buckets \[100\]: each must be one of"),
+    ("--m-buckets", "1;4", "--m-buckets '1;4': expected comma-separated integers"),
+])
+def test_tune_cli_names_the_bad_bucket_option(tmp_path, option, value, match):
+    """escha-jit tune refuses malformed bucket lists before it opens the checkpoint or a GPU."""
+    from escha_jit.cli import main
+    with pytest.raises(SystemExit, match=match):
+        main(["tune", str(tmp_path / "no-checkpoint"), option, value])
