@@ -10,7 +10,7 @@ import time
 from typing import Callable, Optional, Sequence
 
 from . import __version__, env
-from .autotune.table import ROUTE_BUCKETS
+from .autotune.table import ROUTE_BUCKETS, check_route_buckets
 
 log = logging.getLogger("escha_jit")
 
@@ -178,10 +178,11 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from .autotune.api import tune
     from .autotune.shapes import checkpoint_shapes
     dt = {"f16": torch.float16, "bf16": torch.bfloat16}
-    m_buckets, route_buckets = _ints("--m-buckets", args.m_buckets), _ints("--route-buckets", args.route_buckets)
-    bad = [b for b in route_buckets if b not in ROUTE_BUCKETS]
-    if bad:
-        raise SystemExit(f"escha-jit: --route-buckets {bad}: each must be one of {ROUTE_BUCKETS}")
+    m_buckets = _ints("--m-buckets", args.m_buckets)
+    try:                                  # before the checkpoint is read or a GPU touched
+        route_buckets = check_route_buckets(_ints("--route-buckets", args.route_buckets), "--route-buckets")
+    except ValueError as e:
+        raise SystemExit(f"escha-jit: {e}") from None
     rep = tune(None, shapes=checkpoint_shapes(args.checkpoint), m_buckets=m_buckets,
                dtypes=[dt[d] for d in args.dtypes.split(",")], budget_s=args.budget, save=not args.dry_run,
                route_buckets=route_buckets)

@@ -21,7 +21,7 @@ from ..spec import vendor_of
 from .candidates import Candidate, fused_candidates
 from .search import successive_halving
 from .shapes import LayerShape
-from .table import ROUTE_BUCKETS, Entry, TuningTable, entry_key, read_table, tables, user_table_path
+from .table import ROUTE_BUCKETS, Entry, TuningTable, check_route_buckets, entry_key, read_table, tables, user_table_path
 
 log = logging.getLogger(__name__)
 DEFAULT_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -121,7 +121,7 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
     a few ptxas register-usage levels (autotune/reg_levels.py) unless ``levels`` is False."""
     search = tune_grid(grid)
     from .measure import FusedTimer, Problem, candidate_specs, usable
-    from .routes import check_route_buckets, measure_routes
+    from .routes import measure_routes
     route_buckets = check_route_buckets(route_buckets)
     t_start = time.perf_counter()
     dev = device or torch.device("cuda")
@@ -190,18 +190,19 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
         if save:
             base.merged(table).save(path)
             tables().invalidate()
+    def record(res) -> None:             # each route bucket as it is measured, saved like the fused problems
+        if res.entry is not None:
+            e = res.entry
+            table.routes[res.key] = e
+            rows.append(TuneRow(res.key, e.route, e.us[e.route], e.us.get(e.rule, float("nan")),
+                                len(e.us) + len(res.failed), len(e.us), len(res.failed), res.seconds))
+            if save:
+                base.merged(table).save(path)
+                tables().invalidate()
+        bar.update(res.key)
+
     for s in shapes:                     # after the fused entries: the fused route runs its tuned configs
         for dt in dtypes:
-            def record(res, s=s):
-                if res.entry is not None:
-                    e = res.entry
-                    table.routes[res.key] = e
-                    rows.append(TuneRow(res.key, e.route, e.us[e.route], e.us.get(e.rule, float("nan")),
-                                        len(e.us) + len(res.failed), len(e.us), len(res.failed), res.seconds))
-                    if save:
-                        base.merged(table).save(path)
-                        tables().invalidate()
-                bar.update(res.key)
             measure_routes(s, dt, route_buckets, dev, on_bucket=record)
     return TuneReport(arch, rows, path, time.perf_counter() - t_start)
 

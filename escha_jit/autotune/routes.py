@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from typing import Callable, Optional, Sequence
 
 import torch
@@ -23,19 +24,11 @@ from ..ops.gemm import coded_gemm
 from ..ops.linear import linear_unfused, route_runs, rule_route
 from .measure import Problem, copies_for, random_weights, time_chain
 from .shapes import LayerShape
-from .table import ROUTE_BUCKETS, ROUTES, RouteEntry, pick_route, route_key
+from .table import ROUTES, RouteEntry, check_route_buckets, pick_route, route_key
 
 log = logging.getLogger(__name__)
 
 ROUTE_FNS: dict[str, Callable] = {"fused": fused_linear, "gemm": coded_gemm, "dense": linear_unfused}
-
-
-def check_route_buckets(buckets: Sequence[int]) -> list[int]:
-    """``buckets`` sorted and checked against ROUTE_BUCKETS (ValueError naming the bad ones)."""
-    bad = [b for b in buckets if b not in ROUTE_BUCKETS]
-    if bad:
-        raise ValueError(f"route_buckets {bad}: each must be one of {ROUTE_BUCKETS}")
-    return sorted(set(buckets))
 
 
 @dataclasses.dataclass
@@ -51,7 +44,6 @@ def measure_routes(shape: LayerShape, dtype: torch.dtype, buckets: Sequence[int]
     """Time every route that can run each bucket's M on ``device`` for one layer shape and
     activation dtype (output in the same dtype), and pick the fastest per bucket. A route that
     fails (a compile error, a launch error) is logged and left out of that bucket, never fatal."""
-    import time
     buckets = check_route_buckets(buckets)
     if not buckets:
         return []

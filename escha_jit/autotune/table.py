@@ -25,7 +25,7 @@ import logging
 import os
 import tempfile
 import threading
-from typing import Any, Mapping, NamedTuple, Optional
+from typing import Any, Mapping, NamedTuple, Optional, Sequence
 
 from .. import env
 from ..kernels.fused import MAX_M as FUSED_MAX_M
@@ -63,8 +63,21 @@ def m_bucket(M: int) -> int:
     return M_BUCKETS[-1]
 
 
+def _key(op: str, K: float, codebook: str, IC: int, OC: int, dtype: str, bucket: int) -> str:
+    return f"{op}|K{rate_name(K)}|{codebook}|{IC}x{OC}|{dtype}|M{bucket}"
+
+
 def entry_key(op: str, K: float, codebook: str, IC: int, OC: int, dtype: str, M: int) -> str:
-    return f"{op}|K{rate_name(K)}|{codebook}|{IC}x{OC}|{dtype}|M{m_bucket(M)}"
+    return _key(op, K, codebook, IC, OC, dtype, m_bucket(M))
+
+
+def check_route_buckets(buckets: Sequence[int], name: str = "route_buckets") -> list[int]:
+    """``buckets`` sorted and checked against ROUTE_BUCKETS (ValueError naming ``name`` and the
+    bad ones)."""
+    bad = [b for b in buckets if b not in ROUTE_BUCKETS]
+    if bad:
+        raise ValueError(f"{name} {bad}: each must be one of {ROUTE_BUCKETS}")
+    return sorted(set(buckets))
 
 
 def route_bucket(M: int) -> Optional[int]:
@@ -74,7 +87,7 @@ def route_bucket(M: int) -> Optional[int]:
 
 def route_key(K: float, codebook: str, IC: int, OC: int, dtype: str, bucket: int) -> str:
     """The key of a route entry for a route bucket (route_bucket(M))."""
-    return f"route|K{rate_name(K)}|{codebook}|{IC}x{OC}|{dtype}|M{bucket}"
+    return _key("route", K, codebook, IC, OC, dtype, bucket)
 
 
 class EntryKey(NamedTuple):
