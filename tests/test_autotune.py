@@ -521,3 +521,36 @@ def test_warmup_sizes_cover_every_route_bucket_above_the_fused_kernel():
     assert warmup_sizes((1, 256)) == [256, 1]
     assert warmup_sizes((1, 4, 2048)) == [2048, 1024, 768, 512, 384, 320, 257, 4, 1]
     assert warmup_sizes((600,)) == [600, 512, 384, 320, 257]
+
+
+def test_tuned_entry_that_spills_here_gives_way_to_its_runner_up(tmp_path, monkeypatch, caplog):
+    """A tuned entry is taken only where its kernel keeps to registers under this machine's compiler
+    (another compiler version may allocate the tuner's winner with spills: RESULTS.md session 35):
+    else its runner-up, else the heuristic (None), with a warning naming the entry. Real NVRTC
+    compiles: 8 resident blocks of 256 threads cap ptxas at 32 registers, which spills under any
+    version; the shipped K4 mcg 4096x14336 M = 16 configuration does not."""
+    from escha_jit.autotune.table import _cfg_json
+    from escha_jit.ops.fused import local_memory_bytes, table_choice
+    monkeypatch.setenv("ESCHA_JIT_CACHE_DIR", str(tmp_path))
+    good = FusedConfig(warps=8, m_tiles=1, rows_per_stage=16, stages=3, min_blocks=1, xh=1)
+    spilling = FusedConfig(warps=8, m_tiles=1, rows_per_stage=16, stages=3, min_blocks=8, xh=1)
+    args = ("sm_90", 4.0, "mcg", "f16", "f16")
+    assert local_memory_bytes(*args, spilling) > 0 and local_memory_bytes(*args, good) == 0
+    S1, S2 = FusedLaunch(1), FusedLaunch(2)
+    choose = lambda e: table_choice("sm_90", 4.0, "mcg", 4096, "f16", "f16", 16, e, "fused|K4|mcg|4096x14336|f16|M16")
+    ru = lambda cfg, launch: {"runner_up": {"config": _cfg_json(cfg), "launch": {"splits": launch.splits}, "us": 26.5}}
+    assert choose(Entry(good, S1, 25.8, ru(spilling, S2))) == (good, S1, "table")
+    with caplog.at_level("WARNING", logger="escha_jit"):
+        assert choose(Entry(spilling, S1, 25.8, ru(good, S2))) == (good, S2, "table runner-up")
+    assert "fused|K4|mcg|4096x14336|f16|M16 table" in caplog.text and "min_blocks=8" in caplog.text
+    assert choose(Entry(spilling, S1, 25.8, ru(spilling, S2))) is None
+    assert choose(Entry(spilling, S1, 25.8)) is None
+    # a runner-up that does not tile the call (IC / S not a multiple of 16 * rows_per_stage) is passed over
+    assert choose(Entry(spilling, S1, 25.8, ru(good, FusedLaunch(32)))) is None
+    # compiling off (a deployment's prebuilt cache): a winner that is not there is passed over by name
+    monkeypatch.setenv("ESCHA_JIT_NO_COMPILE", "1")
+    other = FusedConfig(warps=4, m_tiles=1, rows_per_stage=16, stages=3, min_blocks=1, xh=1)
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="escha_jit"):
+        assert choose(Entry(other, S1, 25.8, ru(good, S2))) == (good, S2, "table runner-up")
+    assert "warps=4" in caplog.text and "not taken" in caplog.text

@@ -17,7 +17,9 @@ from ..kernels.registry import check_fused_smem, fused_fits
 from ..spec import nvidia_sm, vendor_of
 from .. import env
 from ..reference import LinearWeights
-from ..autotune.table import entry_key, tables
+from ..autotune.table import Entry, entry_key, tables
+from ..errors import EschaError
+from ..jit import compile_spec
 from .common import DTYPE_NAMES, NotWarmedUp, arch_of, check_call, kernel_for
 
 log = logging.getLogger(__name__)
@@ -153,9 +155,11 @@ def plan_for(dev: torch.device, K: float, codebook: str, IC: int, OC: int, in_dt
         if cfg is None:
             cfg, source = default_config_i8(M, vendor_of(arch)), "heuristic"
     elif cfg is None and launch is None:
-        e = tables().lookup(arch, entry_key("fused", K, codebook, IC, OC, in_dt, M))
-        if e is not None and _fits(e.cfg, e.launch, IC, M):
-            cfg, launch, source = e.cfg, e.launch, "table"
+        key_name = entry_key("fused", K, codebook, IC, OC, in_dt, M)
+        e = tables().lookup(arch, key_name)
+        chosen = table_choice(arch, K, codebook, IC, in_dt, out_dt, M, e, key_name) if e is not None else None
+        if chosen is not None:
+            cfg, launch, source = chosen
         else:
             source = "heuristic"
     vendor = vendor_of(arch)
@@ -165,9 +169,7 @@ def plan_for(dev: torch.device, K: float, codebook: str, IC: int, OC: int, in_dt
         cfg = default_config_for(K, codebook, IC, OC, M, sm_count(dev), vendor, budget, slots, block_smem=block)
     if 16 * cfg.m_tiles < M:
         raise ValueError(f"config {cfg} covers M <= {16 * cfg.m_tiles}, got M={M}")
-    routed = swap_route(cfg, vendor, codebook, M, act_quant)
-    if routed != cfg and (launch is None or _fits_smem(routed, launch, K, IC, M, budget)):
-        cfg = routed
+    cfg = _routed(cfg, launch, vendor, codebook, K, IC, M, act_quant, budget)
     if cfg.dot and M != 1:
         raise ValueError(f"config {cfg}: the dot route takes M = 1, got M={M}")
     if (OC // COLS) % cfg.cluster:
@@ -189,6 +191,64 @@ def plan_for(dev: torch.device, K: float, codebook: str, IC: int, OC: int, in_dt
                            pdl_supported(arch), source,
                            1 if cfg.swap else x_chunks((OC // COLS) * launch.splits, sm_count(dev) * cfg.min_blocks))
     return p
+
+
+def _routed(cfg: FusedConfig, launch: Optional[FusedLaunch], vendor: str, codebook: str, K: float, IC: int, M: int,
+            act_quant: Optional[str], budget: int) -> FusedConfig:
+    """The configuration a call of M rows runs (kernels.fused.swap_route), where its launch still fits."""
+    routed = swap_route(cfg, vendor, codebook, M, act_quant)
+    if routed != cfg and (launch is None or _fits_smem(routed, launch, K, IC, M, budget)):
+        return routed
+    return cfg
+
+
+def _entry_candidates(e: Entry) -> list[tuple[FusedConfig, FusedLaunch, str]]:
+    """A tuned entry's winner, then its runner-up where the tuner recorded one."""
+    out = [(e.cfg, e.launch, "table")]
+    ru = e.extra.get("runner_up")
+    if isinstance(ru, dict):
+        try:
+            out.append((FusedConfig(**{k: v for k, v in ru.get("config", {}).items() if k != "diag"}),
+                        FusedLaunch(**ru.get("launch", {})), "table runner-up"))
+        except (TypeError, ValueError) as err:
+            log.warning("ignoring the runner-up of a tuned entry: %s", err)
+    return out
+
+
+def local_memory_bytes(arch: str, K: float, codebook: str, in_dt: str, out_dt: str, cfg: FusedConfig) -> int:
+    """Spill / stack bytes of the fused kernel of ``cfg`` as this machine's compiler builds it
+    (compiled, or loaded from the disk cache; 0 when the compiler reports no resources)."""
+    spec = spec_for(arch, K, codebook, in_dt, out_dt, cfg)
+    res = compile_spec(spec, render_extra(spec)).code.resources.get(spec.kernel_name(), {})
+    return max(res.get("spill_bytes") or 0, res.get("stack_bytes") or 0)
+
+
+def table_choice(arch: str, K: float, codebook: str, IC: int, in_dt: str, out_dt: str, M: int, e: Entry,
+                 key_name: str = "") -> Optional[tuple[FusedConfig, FusedLaunch, str]]:
+    """(config, launch, source) a call takes from its tuned entry ``e``: the tuner's winner, else its
+    runner-up, each only where it tiles the call and its kernel keeps to registers under this
+    machine's compiler (one that fails to compile here, or is not in a prebuilt cache where compiling
+    is off, is passed over too); None: the heuristic. The tuner rejected spilling kernels under the compiler
+    it ran with, but another compiler version can allocate the same source differently (three of
+    the H200 table's winners spill 80-136 bytes under NVRTC 13.5 and none under 13.0:
+    benchmarks/RESULTS.md session 35), and a spilling kernel runs from local memory."""
+    vendor = vendor_of(arch)
+    budget, _ = smem_caps(arch)
+    for cfg, launch, source in _entry_candidates(e):
+        if not _fits(cfg, launch, IC, M):
+            continue
+        what = f"tuned {key_name or 'entry'} {source} ({cfg}, splits {launch.splits})"
+        try:
+            spilled = local_memory_bytes(arch, K, codebook, in_dt, out_dt,
+                                         _routed(cfg, launch, vendor, codebook, K, IC, M, None, budget))
+        except EschaError as err:        # fails to compile here, or not prebuilt where compiling is off
+            log.warning("%s: not taken: %s", what, err)
+            continue
+        if not spilled:
+            return cfg, launch, source
+        log.warning("%s uses %d bytes of local memory (spills) under this machine's compiler: not taken",
+                    what, spilled)
+    return None
 
 
 def cluster_slots(dev: torch.device, K: float, codebook: str, in_dt: str, out_dt: str, M: int,
