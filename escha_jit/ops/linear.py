@@ -54,16 +54,12 @@ def route_for(dev: torch.device, w: LinearWeights, dtype: torch.dtype, M: int) -
     entry for its bucket (autotune.table.ROUTE_BUCKETS, measured by escha_jit.tune) where there is
     one and the path can run here, else rule_route. Decode sizes (M <= ROUTE_MIN_M) always take
     the rule (the fused kernel), and ESCHA_JIT_PREFILL=gemm wins above 256 rows."""
-    rule = rule_route(dev, w.K, w.OC, M)
-    if M <= ROUTE_MIN_M or (M > MAX_M and env.prefill_route() == "gemm"):
-        return rule
-    bucket = route_bucket(M)
-    if bucket is None:
-        return rule
-    e = tables().route(arch_of(dev), route_key(w.K, w.codebook, w.IC, w.OC, DTYPE_NAMES.get(dtype, "?"), bucket))
-    if e is None or not route_runs(dev, w.K, M, e.route):
-        return rule
-    return e.route
+    bucket = route_bucket(M) if M > ROUTE_MIN_M else None
+    if bucket is not None and not (M > MAX_M and env.prefill_route() == "gemm"):
+        e = tables().route(arch_of(dev), route_key(w.K, w.codebook, w.IC, w.OC, DTYPE_NAMES.get(dtype, "?"), bucket))
+        if e is not None and route_runs(dev, w.K, M, e.route):
+            return e.route
+    return rule_route(dev, w.K, w.OC, M)
 
 
 def route_runs(dev: torch.device, K: float, M: int, route: str) -> bool:
