@@ -108,6 +108,35 @@ def test_expected_sass_per_kernel_and_arch():
     assert expected_sass(prep.spec_for("sm_90", "f16")) == ("CCTL.E.PF2", "ACQBULK", "PREEXIT")
 
 
+def test_shuffles_in_loops_over_the_wave_index_need_no_divergence_test(tmp_path):
+    """ptxas puts a BRA.DIV test (and an out-of-line WARPSYNC.COLLECTIVE copy) before a shuffle in a
+    loop whose trip count it cannot prove wave-uniform, e.g. one over threadIdx.x / 32; with the wave
+    index from platform_cuda.h's wave_index() it compiles the shuffle alone. The shipped kernels'
+    check (offline.SASS_FORBIDDEN) names the test where it appears."""
+    from escha_jit.jit import include_dir
+    from escha_jit.offline import _check_nvidia_sass
+    from escha_jit.toolchain.nvrtc import NVRTCToolchain
+    from escha_jit.toolchain.sass import disassemble
+    assert find_cuobjdump(), "cuobjdump missing: the sm_90 SASS checks need escha_jit[sass]"
+    body = """#include "escha/platform.h"
+extern "C" __global__ void k(float* p, int n) {
+    const int wave = WAVE;
+    float v = p[threadIdx.x];
+    for (int i = wave; i < n; i += 8) v = v * p[i] + escha::shfl_xor(v, 1);
+    p[threadIdx.x] = v;
+}"""
+    sass = {}
+    for name, wave in (("tid", "threadIdx.x / ESCHA_WAVE"), ("uniform", "escha::wave_index()")):
+        code = NVRTCToolchain().compile(body.replace("WAVE", wave), "sm_90", name=f"{name}.cu", include_dirs=[include_dir()])
+        sass[name] = disassemble(code.binary)
+    assert "BRA.DIV" in sass["tid"] and "WARPSYNC" in sass["tid"]
+    assert "BRA.DIV" not in sass["uniform"] and "WARPSYNC" not in sass["uniform"] and "SHFL.BFLY" in sass["uniform"]
+    from escha_jit.kernels import prep
+    code = NVRTCToolchain().compile(body.replace("WAVE", "threadIdx.x / ESCHA_WAVE"), "sm_90", name="tid.cu",
+                                    include_dirs=[include_dir()])
+    assert "BRA.DIV in the SASS" in _check_nvidia_sass(prep.spec_for("sm_90", "f16"), code.binary)
+
+
 def test_unchecked_names_the_missing_disassembler(monkeypatch):
     """A machine without cuobjdump compiles sm_90 kernels whose SASS nobody checked: the compile
     command says so (offline.unchecked), instead of passing them silently."""

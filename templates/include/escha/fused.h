@@ -173,7 +173,7 @@ struct FusedLinear {
         // resident from the start measured ~3 % slower (14336x4096 M = 16), from the epilogue on
         // 1-3 % faster (benchmarks/RESULTS.md session 6).
         if constexpr (!XH) grid_dependents_launch();
-        const int lane = threadIdx.x % ESCHA_WAVE, wave = threadIdx.x / ESCHA_WAVE;
+        const int lane = threadIdx.x % ESCHA_WAVE, wave = wave_index();
         const int wcol = wave % CW, kslice = wave / CW;             // tile-column wave, K slice
         const int g = blockIdx.x, split = blockIdx.y;
         const int xs_ld = p.k_split + 8;                            // halves; rows 16-byte aligned

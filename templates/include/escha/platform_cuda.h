@@ -56,6 +56,13 @@ ESCHA_DEVICE float shfl_xor(float v, int mask) { return __shfl_xor_sync(0xffffff
 ESCHA_DEVICE u32 shfl_xor(u32 v, int mask) { return __shfl_xor_sync(0xffffffffu, v, mask); }
 ESCHA_DEVICE float shfl_idx(float v, int src) { return __shfl_sync(0xffffffffu, v, src); }
 
+// The index of this thread's wave in its block, as a value ptxas knows to be the same in every lane
+// of the wave (read from lane 0 by a shuffle, once, where the block's threads are converged). Loops
+// and branches over it then count as wave-uniform: a shuffle inside them compiles to the SHFL alone,
+// without the BRA.DIV test and the out-of-line WARPSYNC.COLLECTIVE copy that ptxas adds wherever the
+// wave may be diverged (threadIdx.x / 32 does not tell it so).
+ESCHA_DEVICE int wave_index() { return __shfl_sync(0xffffffffu, (int)(threadIdx.x / ESCHA_WAVE), 0); }
+
 // Top 32 bits of the 64-bit (hi:lo) shifted left by n (0..31): one SHF.
 ESCHA_DEVICE u32 funnel_l(u32 hi, u32 lo, u32 n) { return __funnelshift_l(lo, hi, n); }
 // funnel_l as one value the compiler keeps (inline PTX: LLVM cannot see through it). Several

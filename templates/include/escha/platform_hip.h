@@ -51,6 +51,9 @@ ESCHA_DEVICE float shfl_xor(float v, int mask) { return __shfl_xor(v, mask, ESCH
 ESCHA_DEVICE u32 shfl_xor(u32 v, int mask) { return (u32)__shfl_xor((int)v, mask, ESCHA_WAVE); }
 ESCHA_DEVICE float shfl_idx(float v, int src) { return __shfl(v, src, ESCHA_WAVE); }
 
+// The index of this thread's wave in its block, in a scalar register (wave-uniform by construction).
+ESCHA_DEVICE int wave_index() { return __builtin_amdgcn_readfirstlane((int)(threadIdx.x / ESCHA_WAVE)); }
+
 // v_alignbit_b32 computes ({hi, lo} >> n)[31:0]: the funnel shifts in one instruction each.
 ESCHA_DEVICE u32 funnel_r(u32 hi, u32 lo, u32 n) { return __builtin_amdgcn_alignbit(hi, lo, n); }
 ESCHA_DEVICE u32 funnel_l(u32 hi, u32 lo, u32 n) {
