@@ -135,8 +135,8 @@ def unchecked(arch: str) -> Optional[str]:
 
 
 def _check_nvidia_sass(spec: KernelSpec, binary: bytes) -> list[str]:
-    """The instructions of expected_sass must be in the cubin's SASS, those of SASS_FORBIDDEN not (skipped without cuobjdump:
-    the ``sass`` extra, see unchecked(); CI installs it)."""
+    """The instructions of expected_sass must be in the cubin's SASS, those of SASS_FORBIDDEN not
+    (skipped without cuobjdump: the ``sass`` extra, see unchecked(); CI installs it)."""
     from .toolchain.sass import disassemble, find_cuobjdump
     tool = find_cuobjdump()
     if not tool:

@@ -227,11 +227,11 @@ def table_choice(arch: str, K: float, codebook: str, IC: int, in_dt: str, out_dt
                  key_name: str = "") -> Optional[tuple[FusedConfig, FusedLaunch, str]]:
     """(config, launch, source) a call takes from its tuned entry ``e``: the tuner's winner, else its
     runner-up, each only where it tiles the call and its kernel keeps to registers under this
-    machine's compiler (one that fails to compile here, or is not in a prebuilt cache where compiling
-    is off, is passed over too); None: the heuristic. The tuner rejected spilling kernels under the compiler
-    it ran with, but another compiler version can allocate the same source differently (three of
-    the H200 table's winners spill 80-136 bytes under NVRTC 13.5 and none under 13.0:
-    benchmarks/RESULTS.md session 35), and a spilling kernel runs from local memory."""
+    machine's compiler (one that fails to compile here, or is not in a prebuilt cache where
+    compiling is off, is passed over too); None: the heuristic. The tuner rejected spilling kernels
+    under the compiler it ran with, but another compiler version can allocate the same source
+    differently (three of the H200 table's winners spill 80-136 bytes under NVRTC 13.5 and none
+    under 13.0: benchmarks/RESULTS.md session 35), and a spilling kernel runs from local memory."""
     vendor = vendor_of(arch)
     budget, _ = smem_caps(arch)
     for cfg, launch, source in _entry_candidates(e):
