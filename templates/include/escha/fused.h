@@ -892,7 +892,11 @@ struct FusedLinear {
             __syncthreads();
         }
 #endif
-        rotated_items<8>(p, lane, wave, [](int) { return true; }, [&](int m, int kb, float (&v)[4]) {
+        // The rare passes (CL > 1: this whole one; the rows redone below) go one item per wave at a
+        // time: each batched item is another unrolled copy of the rotation (a K2 mcg kernel 4328 ->
+        // 3768 instructions for the redo alone, benchmarks/RESULTS.md session 36), compiled into
+        // every kernel and almost never run.
+        rotated_items<CL == 1 ? 8 : 1>(p, lane, wave, [](int) { return true; }, [&](int m, int kb, float (&v)[4]) {
             float amax = 0.f;
             #pragma unroll
             for (int i = 0; i < 4; ++i) amax = fmaxf(amax, fabsf(v[i]));
@@ -901,7 +905,7 @@ struct FusedLinear {
         });
         __syncthreads();
         if (!*raised) return;                                    // block-uniform
-        rotated_items<2>(p, lane, wave, [&](int m) { return row_exp[m] != 0; }, [&](int m, int kb, float (&v)[4]) {
+        rotated_items<1>(p, lane, wave, [&](int m) { return row_exp[m] != 0; }, [&](int m, int kb, float (&v)[4]) {
             store(m, kb, v, exp2i(-row_exp[m]), false);          // the rare rows, redone
         });
         __syncthreads();
