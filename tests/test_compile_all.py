@@ -108,7 +108,7 @@ def test_expected_sass_per_kernel_and_arch():
     assert expected_sass(prep.spec_for("sm_90", "f16")) == ("CCTL.E.PF2", "ACQBULK", "PREEXIT")
 
 
-def test_shuffles_in_loops_over_the_wave_index_need_no_divergence_test(tmp_path):
+def test_shuffles_in_loops_over_the_wave_index_need_no_divergence_test():
     """ptxas puts a BRA.DIV test (and an out-of-line WARPSYNC.COLLECTIVE copy) before a shuffle in a
     loop whose trip count it cannot prove wave-uniform, e.g. one over threadIdx.x / 32; with the wave
     index from platform_cuda.h's wave_index() it compiles the shuffle alone. The shipped kernels'
@@ -125,16 +125,15 @@ extern "C" __global__ void k(float* p, int n) {
     for (int i = wave; i < n; i += 8) v = v * p[i] + escha::shfl_xor(v, 1);
     p[threadIdx.x] = v;
 }"""
-    sass = {}
+    binary, sass = {}, {}
     for name, wave in (("tid", "threadIdx.x / ESCHA_WAVE"), ("uniform", "escha::wave_index()")):
-        code = NVRTCToolchain().compile(body.replace("WAVE", wave), "sm_90", name=f"{name}.cu", include_dirs=[include_dir()])
-        sass[name] = disassemble(code.binary)
+        binary[name] = NVRTCToolchain().compile(body.replace("WAVE", wave), "sm_90", name=f"{name}.cu",
+                                                include_dirs=[include_dir()]).binary
+        sass[name] = disassemble(binary[name])
     assert "BRA.DIV" in sass["tid"] and "WARPSYNC" in sass["tid"]
     assert "BRA.DIV" not in sass["uniform"] and "WARPSYNC" not in sass["uniform"] and "SHFL.BFLY" in sass["uniform"]
     from escha_jit.kernels import prep
-    code = NVRTCToolchain().compile(body.replace("WAVE", "threadIdx.x / ESCHA_WAVE"), "sm_90", name="tid.cu",
-                                    include_dirs=[include_dir()])
-    assert "BRA.DIV in the SASS" in _check_nvidia_sass(prep.spec_for("sm_90", "f16"), code.binary)
+    assert "BRA.DIV in the SASS" in _check_nvidia_sass(prep.spec_for("sm_90", "f16"), binary["tid"])
 
 
 def test_unchecked_names_the_missing_disassembler(monkeypatch):

@@ -114,6 +114,12 @@ class Entry:
     us: Optional[float] = None
     extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
+    def runner_up(self) -> Optional["Entry"]:
+        """The tuner's second-fastest configuration for this entry (its ``runner_up``), or None
+        where none was recorded; a TableError where that record is malformed."""
+        ru = self.extra.get("runner_up")
+        return None if ru is None else _entry_from_json("runner_up", ru)
+
     def to_json(self) -> dict:
         d = {"config": _cfg_json(self.cfg), "launch": dataclasses.asdict(self.launch)}
         if self.us is not None:

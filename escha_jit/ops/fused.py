@@ -17,7 +17,7 @@ from ..kernels.registry import check_fused_smem, fused_fits
 from ..spec import nvidia_sm, vendor_of
 from .. import env
 from ..reference import LinearWeights
-from ..autotune.table import Entry, entry_key, tables
+from ..autotune.table import Entry, TableError, entry_key, tables
 from ..errors import EschaError
 from ..jit import compile_spec
 from .common import DTYPE_NAMES, NotWarmedUp, arch_of, check_call, kernel_for
@@ -205,13 +205,13 @@ def _routed(cfg: FusedConfig, launch: Optional[FusedLaunch], vendor: str, codebo
 def _entry_candidates(e: Entry) -> list[tuple[FusedConfig, FusedLaunch, str]]:
     """A tuned entry's winner, then its runner-up where the tuner recorded one."""
     out = [(e.cfg, e.launch, "table")]
-    ru = e.extra.get("runner_up")
-    if isinstance(ru, dict):
-        try:
-            out.append((FusedConfig(**{k: v for k, v in ru.get("config", {}).items() if k != "diag"}),
-                        FusedLaunch(**ru.get("launch", {})), "table runner-up"))
-        except (TypeError, ValueError) as err:
-            log.warning("ignoring the runner-up of a tuned entry: %s", err)
+    try:
+        ru = e.runner_up()
+    except TableError as err:
+        log.warning("ignoring the runner-up of a tuned entry: %s", err)
+    else:
+        if ru is not None:
+            out.append((ru.cfg, ru.launch, "table runner-up"))
     return out
 
 
