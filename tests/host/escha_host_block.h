@@ -11,7 +11,7 @@
 #include <vector>
 
 struct HostDim3 { int x = 0, y = 0, z = 0; };
-inline thread_local HostDim3 threadIdx, blockIdx;
+inline thread_local HostDim3 threadIdx, blockIdx, blockDim, gridDim;
 
 namespace escha {
 namespace host {
@@ -55,6 +55,8 @@ void launch(int grid_x, int grid_y, int threads, Kernel kernel) {
             for (int t = 0; t < threads; ++t)
                 ts.emplace_back([&, t] {
                     threadIdx.x = t; blockIdx.x = bx; blockIdx.y = by;
+                    blockDim.x = threads; blockDim.y = blockDim.z = 1;
+                    gridDim.x = grid_x; gridDim.y = grid_y; gridDim.z = 1;
                     my_lane = t % 32; my_wave = t / 32;
                     kernel();
                 });

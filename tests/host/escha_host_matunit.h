@@ -24,6 +24,9 @@ struct Wave {
 };
 inline Wave* waves = nullptr;                // the block's waves (set by the driver)
 inline thread_local int my_lane = 0, my_wave = 0;
+// The block's dynamic shared memory, which shared-memory addresses (u32) are offsets into (kernels that
+// take them: tests/host/escha_host_kernel_api.h; blocks run one after another, one buffer serves all)
+inline unsigned char* smem_base = nullptr;
 inline Wave& wave() { return waves[my_wave]; }
 
 }  // namespace host
@@ -97,6 +100,22 @@ struct Decoder {
 };
 #endif
 
+// The A fragment from shared memory, each lane giving the address of its row of the tile (row
+// l % 16, columns 8 (l / 16) .. +7): gfx12 reads its own 16 bytes there (matunit_wmma.h); NVIDIA's
+// ldmatrix.x4 gathers register q of lane l from the row address of lane 8 q + l / 4 (matunit_mma.h).
+inline void load_a_rows(AFrag& a, u32 my_row_saddr) {
+#if defined(ESCHA_HOST_AMD)
+    std::memcpy(a.r, host::smem_base + my_row_saddr, 16);
+#else
+    host::Wave& w = host::wave();
+    w.scratch[host::my_lane][0] = my_row_saddr;
+    w.bar->arrive_and_wait();
+    for (int q = 0; q < 4; ++q)
+        std::memcpy(&a.r[q], host::smem_base + w.scratch[8 * q + host::my_lane / 4][0] + 4 * (host::my_lane % 4), 4);
+    w.bar->arrive_and_wait();
+#endif
+}
+
 template <typename F>
 AFrag a_frag_bits(int lane, F f) {
     AFrag a;
@@ -138,5 +157,26 @@ inline void mma(float (&c)[ACC], const AFrag& a, const BFrag& b) {
     }
 }
 
+// The word routes' interface (int8 activations, NVIDIA's swapped route): declared so that fused.h's
+// discarded `if constexpr` branches name something; this harness runs the fp16 route only, and a
+// kernel instantiating one of these fails to link.
+struct XFragI8 { u32 v[1][4]; };
+struct BFragI8 { u32 w[8]; };
+constexpr int I8_DOT_COLS = 2;
+constexpr int I8_DOT_REDUCE[2] = {1, 2};
+int i8_slot(int k);
+int i8_x_row(int lane, int part);
+int i8_x_word(int lane, int part);
+int i8_acc_row(int lane, int i);
+int i8_acc_col(int lane, int i);
+int i8_dot_col(int j);
+int i8_dot_word(int j);
+int i8_dot_acc(int lane, int c);
+u32 i8_dot_x(const XFragI8& x, int w);
+void load_x_i8(XFragI8& x, u32 addr0, u32 addr1);
+void mma_i8(int (&c)[ACC], const XFragI8& x, const BFragI8& b);
+void mma_sw(float (&c)[ACC], const XFragI8& x, const BFragI8& y);
+
 }  // namespace mu
+int dot4_s8u8(u32 a, u32 b, int c);
 }  // namespace escha

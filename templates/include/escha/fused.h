@@ -34,11 +34,7 @@
 #pragma once
 #include "escha/platform.h"
 #include "escha/hadamard.h"
-#if defined(ESCHA_NVIDIA)
-#include "escha/matunit_mma.h"
-#else
-#include "escha/matunit_wmma.h"
-#endif
+#include "escha/matunit.h"
 
 #ifndef ESCHA_FUSED_DIAG
 #define ESCHA_FUSED_DIAG 0

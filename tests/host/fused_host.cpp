@@ -1,0 +1,73 @@
+// Runs a rendered fused.hip.j2 kernel (the fp16 route with its in-kernel prologue, include/escha/
+// fused.h) on the CPU: every block of the grid in turn, its threads as std::threads
+// (escha_host_block.h), the matrix unit, ldmatrix and the shuffles per wave (escha_host_matunit.h,
+// NVIDIA's lane layouts, or gfx12's with -DESCHA_HOST_AMD), shared memory, copies and the split-K
+// atomic as on gfx12 (escha_host_kernel_api.h). Checks the prologue (x's rotation, its batches,
+// the fp16 overflow redo), the trellis ring, the decode into fragments, split-K and the epilogue
+// without a GPU (tests/test_fused_host.py).
+//
+// usage: fused_host IN OUT  with IN = int32 {M, IC, OC, S, in_valid, out_valid, has_s_in,
+// has_s_out, has_bias, off_tr, off_red, off_exp, smem_bytes, in_bytes} in 64 bytes, then each part
+// from a multiple of 16 bytes: x [M][IC] (in_bytes per
+// value), int16 code [IC/16, OC/16, 16K], fp16 rin [IC], (fp32 s_in [IC]), fp16 rout [OC],
+// (fp32 s_out [OC]), (fp32 bias [OC]); OUT = y [M][OC] in the output dtype's bits, then the
+// split-K counters [OC/128] as int32 (zero again after a call).
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <vector>
+
+#include "escha_host_platform.h"
+#include "escha_host_matunit.h"
+#include "escha_host_block.h"
+#include "escha_host_kernel_api.h"
+
+#define __shared__
+#undef ESCHA_ALIGN            // alignas cannot sit inside `extern __shared__ ... smem[]` in host C++
+#define ESCHA_ALIGN(n)
+#include ESCHA_KERNEL_SOURCE
+
+alignas(16) unsigned char smem[256 * 1024];   // the kernel's `extern __shared__ unsigned char smem[]`
+
+int main(int argc, char** argv) {
+    if (argc != 3) { std::fprintf(stderr, "usage: fused_host IN OUT\n"); return 2; }
+    std::ifstream f(argv[1], std::ios::binary);
+    std::vector<char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    // 16-byte aligned, as the kernel's vector loads expect their arrays (each part of IN starts at a
+    // multiple of 16 bytes)
+    std::vector<escha::u32v4> store(bytes.size() / 16 + 1);
+    std::memcpy(store.data(), bytes.data(), bytes.size());
+    const char* in = reinterpret_cast<const char*>(store.data());
+    const int* h = reinterpret_cast<const int*>(in);
+    const int M = h[0], IC = h[1], OC = h[2], S = h[3], in_valid = h[4], out_valid = h[5];
+    const int has_s_in = h[6], has_s_out = h[7], has_bias = h[8], off_tr = h[9], off_red = h[10], off_exp = h[11];
+    const int smem_bytes = h[12], in_bytes = h[13];
+    const char* p = in + 64;
+    auto part = [&](size_t n) { const char* q = p; p += (n + 15) / 16 * 16; return q; };
+    const char* x = part((size_t)M * IC * in_bytes);
+    const size_t code_words = (size_t)(IC / 16) * (OC / 16) * 8 * ESCHA_K2;
+    const u16* code = reinterpret_cast<const u16*>(part(2 * code_words));
+    const half_t* rin = reinterpret_cast<const half_t*>(part(2 * IC));
+    const float* s_in = has_s_in ? reinterpret_cast<const float*>(part(4 * IC)) : nullptr;
+    const half_t* rout = reinterpret_cast<const half_t*>(part(2 * OC));
+    const float* s_out = has_s_out ? reinterpret_cast<const float*>(part(4 * OC)) : nullptr;
+    const float* bias = has_bias ? reinterpret_cast<const float*>(part(4 * OC)) : nullptr;
+    // every byte of shared memory starts as garbage, as on a GPU: what the kernel reads before it
+    // writes shows up as a wrong result
+    if (smem_bytes > (int)sizeof(smem)) { std::fprintf(stderr, "%d bytes of shared memory\n", smem_bytes); return 2; }
+    std::memset(smem, 0xA5, sizeof(smem));
+    escha::host::smem_base = smem;
+    std::vector<u16> y((size_t)M * OC, 0xFFFF);
+    std::vector<float> ws((size_t)S * M * OC, -1.f);
+    std::vector<int> counters(OC / 128, 0);
+    escha::host::launch(OC / 128, S, THREADS, [&] {
+        ESCHA_KERNEL(reinterpret_cast<const in_t*>(x), IC, reinterpret_cast<out_t*>(y.data()), OC, code,
+                     rin, s_in, rout, s_out, bias, M, IC, OC, IC / S, in_valid, out_valid,
+                     S > 1 ? ws.data() : nullptr, S > 1 ? counters.data() : nullptr, off_tr, off_red, off_exp,
+                     nullptr, nullptr, 1);
+    });
+    std::ofstream o(argv[2], std::ios::binary);
+    o.write(reinterpret_cast<const char*>(y.data()), 2 * y.size());
+    o.write(reinterpret_cast<const char*>(counters.data()), 4 * counters.size());
+    return 0;
+}

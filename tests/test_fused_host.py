@@ -1,0 +1,117 @@
+"""The fused decode kernel (templates/fused.hip.j2, include/escha/fused.h) run on the CPU.
+
+The rendered source of a shipped specialization is built as host C++ (tests/host/fused_host.cpp:
+the grid's blocks one after another, a block's threads as std::threads, __syncthreads as a
+std::barrier; the matrix unit, ldmatrix and the shuffles per wave in NVIDIA's lane layouts or
+gfx12's, tests/host/escha_host_matunit.h; shared memory, copies and the split-K atomic as on
+gfx12, tests/host/escha_host_kernel_api.h) and its output is compared with the float64 reference,
+row by row. This is the fp16 route with the in-kernel prologue, which both vendors compile: x's
+rotation in batches of items, the fp16 overflow redo, the trellis ring and decode, split-K with
+its self-resetting counters, K slices (16 waves), two m tiles, ragged input / output widths. The
+GPU tests (tests/test_gpu_kernels.py) run the same kernels on the device, with the vendor's real
+matrix unit and asynchronous copies; this file is what CI can run of them."""
+import functools
+import os
+import subprocess
+import tempfile
+
+import numpy as np
+import pytest
+import torch
+
+from escha_jit import reference as R
+from escha_jit.kernels import fused
+from escha_jit.synth import random_layer
+from host_kernel import build
+
+TORCH_DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
+ARCH = {"nvidia": "sm_90", "amd": "gfx1201"}
+TOL = {"f16": 1e-3, "bf16": 2.5e-3}     # relative RMS per row against float64, the GPU tests' bounds
+
+
+@functools.cache
+def host_binary(layout: str, K: float, cb: str, din: str, dout: str, cfg: fused.FusedConfig) -> str:
+    spec = fused.spec_for(ARCH[layout], K, cb, din, dout, cfg)
+    return build(spec, fused.render_extra(spec), "fused_host.cpp",
+                 [f"ESCHA_K2={round(2 * K)}", f"THREADS={32 * cfg.warps}",
+                  *(["ESCHA_HOST_AMD"] if layout == "amd" else [])])
+
+
+def run_host(layout: str, w: R.LinearWeights, x: torch.Tensor, dout: str, cfg: fused.FusedConfig,
+             splits: int) -> tuple[torch.Tensor, np.ndarray]:
+    """(y [M, out_features] as the kernel wrote it, the split-K counters after the call)"""
+    M, IC, OC = x.shape[0], w.IC, w.OC
+    din = {torch.float16: "f16", torch.bfloat16: "bf16"}[x.dtype]
+    lay = fused.smem_layout(cfg, w.K, M, IC // splits)
+    xp = torch.zeros(M, IC, dtype=x.dtype)
+    xp[:, :x.shape[1]] = x
+    hdr = [M, IC, OC, splits, w.logical_in, w.logical_out, w.s_in is not None, w.s_out is not None,
+           w.bias is not None, lay.off_tr, lay.off_red, lay.off_exp, lay.total, 2]
+    parts = [np.array(hdr + [0] * (16 - len(hdr)), np.int32).tobytes(), xp.view(torch.int16).numpy().tobytes(),
+             w.code.numpy().tobytes(), w.rin.numpy().tobytes()]
+    if w.s_in is not None:
+        parts.append(w.s_in.numpy().astype(np.float32).tobytes())
+    parts.append(w.rout.numpy().tobytes())
+    if w.s_out is not None:
+        parts.append(w.s_out.numpy().astype(np.float32).tobytes())
+    if w.bias is not None:
+        parts.append(w.bias.numpy().astype(np.float32).tobytes())
+    with tempfile.TemporaryDirectory() as d:
+        fin, fout = os.path.join(d, "in.bin"), os.path.join(d, "out.bin")
+        with open(fin, "wb") as f:
+            f.write(b"".join(q + bytes(-len(q) % 16) for q in parts))     # each part 16-byte aligned
+        subprocess.run([host_binary(layout, w.K, w.codebook, din, dout, cfg), fin, fout], check=True, timeout=600)
+        raw = np.fromfile(fout, np.uint8)
+    y = torch.from_numpy(raw[:2 * M * OC].view(np.int16).reshape(M, OC).copy()).view(TORCH_DTYPES[dout])
+    return y[:, :w.logical_out], raw[2 * M * OC:].view(np.int32)
+
+
+def check(layout, K, cb, din, dout, cfg, splits, M, IC, OC, *, big_rows=(), escha=True, bias=False, seed=0):
+    w = random_layer(IC, OC, K, cb, seed=seed, escha_scales=escha, bias=bias)
+    g = torch.Generator().manual_seed(seed + 1)
+    x = torch.randn(M, w.logical_in, generator=g)
+    for r in big_rows:                      # rows whose rotation leaves fp16's range: the redo pass
+        x[r] *= 3e5
+    x = x.to(TORCH_DTYPES[din])
+    y, counters = run_host(layout, w, x, dout, cfg, splits)
+    ref = R.forward(x, w, torch.float64, compute_dtype=torch.float64)
+    assert torch.isfinite(y.float()).all()
+    err = ((y.double() - ref).norm(dim=1) / ref.norm(dim=1))
+    tol = TOL[dout]
+    assert float(err.max()) < tol, f"rows {torch.nonzero(err >= tol).flatten().tolist()}: rel RMS {err.max():.2e}"
+    assert (counters == 0).all()            # the last block of each column group reset its counter
+
+
+CFG8 = fused.FusedConfig(warps=8, m_tiles=1, rows_per_stage=4, stages=2, min_blocks=2)
+
+
+@pytest.mark.parametrize("layout", ["nvidia", "amd"])
+@pytest.mark.parametrize("K,cb,din,dout,M,splits", [
+    (2.0, "mcg", "f16", "f16", 1, 1),
+    (3.0, "mul1", "bf16", "bf16", 5, 2),
+    (4.0, "3inst", "f16", "bf16", 16, 1),      # 8 items per wave: two batches
+])
+def test_fused_kernel_on_host_matches_reference(layout, K, cb, din, dout, M, splits):
+    check(layout, K, cb, din, dout, CFG8, splits, M, 512, 256, seed=int(4 * K) + M)
+
+
+@pytest.mark.parametrize("layout", ["nvidia", "amd"])
+def test_fused_kernel_on_host_redoes_rows_that_leave_fp16(layout):
+    # bf16 rows ~1e5 rotate past 2^15: their items are redone scaled by a power of two (the rare
+    # pass), the other rows keep the common pass's values
+    check(layout, 2.5, "mul1", "bf16", "bf16", CFG8, 1, 9, 512, 256, big_rows=(0, 4, 8), seed=3)
+
+
+@pytest.mark.parametrize("cfg,M", [
+    (fused.FusedConfig(warps=16, m_tiles=1, rows_per_stage=4, stages=3, min_blocks=1), 16),   # K slices
+    (fused.FusedConfig(warps=8, m_tiles=2, rows_per_stage=2, stages=3, min_blocks=1), 17),    # two m tiles
+    (fused.FusedConfig(warps=4, m_tiles=1, rows_per_stage=8, stages=2, min_blocks=2), 3),     # 2 tile columns per wave
+])
+def test_fused_kernel_on_host_configurations(cfg, M):
+    check("nvidia", 2.0, "mcg", "f16", "f16", cfg, 2, M, 1024, 256, bias=True, seed=M)
+
+
+def test_fused_kernel_on_host_ragged_widths():
+    # in_features % 128 != 0: x is read element by element with its tail zero-filled (the
+    # non-vector loads); out_features % 128 != 0: the columns past it are not written
+    check("nvidia", 3.0, "mcg", "f16", "f16", CFG8, 1, 4, 300, 200, escha=False, seed=5)
