@@ -861,7 +861,7 @@ struct FusedLinear {
                                           u32* ex) {
 #if ESCHA_CLUSTER_EXCHANGE
         if constexpr (CL > 1) {
-            rotated_items<8, true>(p, lane, wave, [](int) { return true; }, [&](int m, int kb, float (&v)[4]) {
+            rotated_items<4, true>(p, lane, wave, [](int) { return true; }, [&](int m, int kb, float (&v)[4]) {
                 float amax = 0.f;
                 #pragma unroll
                 for (int i = 0; i < 4; ++i) amax = fmaxf(amax, fabsf(v[i]));
@@ -891,8 +891,12 @@ struct FusedLinear {
         // The rare passes (CL > 1: this whole one; the rows redone below) go one item per wave at a
         // time: each batched item is another unrolled copy of the rotation (a K2 mcg kernel 4328 ->
         // 3768 instructions for the redo alone, benchmarks/RESULTS.md session 36), compiled into
-        // every kernel and almost never run.
-        rotated_items<CL == 1 ? 8 : 1>(p, lane, wave, [](int) { return true; }, [&](int m, int kb, float (&v)[4]) {
+        // every kernel and almost never run. The common passes (and the shared one above) take 4 items
+        // per wave at a time, 32 in flight per 8-wave block (every item of M <= 4 at k_split <= 1024):
+        // each batched item is ~260 SASS instructions, and 8 made the kernels ~1.3x larger and their
+        // cold compiles ~1.2x longer (benchmarks/RESULTS.md session 37); at M = 16, where a block has
+        // more items, the rotation is bound by its shuffles' issue, not by load latency (session 16).
+        rotated_items<CL == 1 ? 4 : 1>(p, lane, wave, [](int) { return true; }, [&](int m, int kb, float (&v)[4]) {
             float amax = 0.f;
             #pragma unroll
             for (int i = 0; i < 4; ++i) amax = fmaxf(amax, fabsf(v[i]));
