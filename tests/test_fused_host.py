@@ -5,11 +5,14 @@ the grid's blocks one after another, a block's threads as std::threads, __syncth
 std::barrier; the matrix unit, ldmatrix and the shuffles per wave in NVIDIA's lane layouts or
 gfx12's, tests/host/escha_host_matunit.h; shared memory, copies and the split-K atomic as on
 gfx12, tests/host/escha_host_kernel_api.h) and its output is compared with the float64 reference,
-row by row. This is the fp16 route with the in-kernel prologue, which both vendors compile: x's
-rotation in batches of items, the fp16 overflow redo, the trellis ring and decode, split-K with
-its self-resetting counters, K slices (16 waves), two m tiles, ragged input / output widths. The
-GPU tests (tests/test_gpu_kernels.py) run the same kernels on the device, with the vendor's real
-matrix unit and asynchronous copies; this file is what CI can run of them."""
+row by row. Covered: the fp16 route with the in-kernel prologue, which both vendors compile (x's
+rotation in batches of items, the fp16 overflow redo, the trellis ring and decode, split-K with its
+self-resetting counters, K slices (16 waves), two m tiles, ragged input / output widths), and
+NVIDIA's swapped route for M <= 8 (the weights' two-half words against the tokens' {x, x} words,
+mul1's per-block sums of x). Not covered here: the int8 route, the prep kernel's A operand (xh = 1),
+clusters and sm_90's mbarriers and bulk copies. The GPU tests (tests/test_gpu_kernels.py) run the
+same kernels on the device, with the vendor's real matrix unit and asynchronous copies; this file
+is what CI can run of them."""
 import functools
 import os
 import subprocess
@@ -109,6 +112,21 @@ def test_fused_kernel_on_host_redoes_rows_that_leave_fp16(layout):
 ])
 def test_fused_kernel_on_host_configurations(cfg, M):
     check("nvidia", 2.0, "mcg", "f16", "f16", cfg, 2, M, 1024, 256, bias=True, seed=M)
+
+
+SWAP8 = fused.FusedConfig(warps=8, m_tiles=1, rows_per_stage=4, stages=2, min_blocks=2, swap=1)
+
+
+@pytest.mark.parametrize("K,cb,din,M,splits,big_rows", [
+    (2.0, "mcg", "f16", 1, 2, ()),
+    (3.0, "3inst", "bf16", 4, 1, ()),
+    (4.0, "mul1", "f16", 8, 2, ()),
+    (2.0, "mul1", "bf16", 7, 1, (2, 6)),      # mul1's per-block sums of x, and rows redone
+])
+def test_fused_swapped_route_on_host(K, cb, din, M, splits, big_rows):
+    # NVIDIA's M <= 8 route: the weights' two-half words as the unit's 16-row operand against the
+    # tokens' {x, x} words (the prologue stores them in mu::i8_slot order), accumulators transposed
+    check("nvidia", K, cb, din, din, SWAP8, splits, M, 512, 256, big_rows=big_rows, seed=int(8 * K) + M)
 
 
 def test_fused_kernel_on_host_ragged_widths():

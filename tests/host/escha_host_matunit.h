@@ -97,6 +97,18 @@ struct Decoder {
     int word(int q) const { return ls.word[q]; }
     template <int CB>
     void decode(BFrag& b, const u32 (&w)[NW], u32 mask) const { decode_lane<K2, CB>(w, ls, b.h, mask); }
+    // the word routes' operands, as matunit_mma.h's Decoder builds them
+    template <int CB>
+    void swap_words(u32 (&y)[8], const u32 (&w)[NW], u32 mask) const {
+        u32 s[8];
+        ls.template states<CB != CB_MUL1>(w, s);
+        for (int j = 0; j < 8; ++j) y[j] = CB == CB_MUL1 ? mul1_swap_word(s[j]) : lcg_bits<CB>(s[j], mask);
+    }
+    void hashes(u32 (&h)[8], const u32 (&w)[NW]) const {
+        u32 s[8];
+        ls.states(w, s);
+        for (int j = 0; j < 8; ++j) h[j] = mul1_hash(s[j]);
+    }
 };
 #endif
 
@@ -157,25 +169,78 @@ inline void mma(float (&c)[ACC], const AFrag& a, const BFrag& b) {
     }
 }
 
-// The word routes' interface (int8 activations, NVIDIA's swapped route): declared so that fused.h's
-// discarded `if constexpr` branches name something; this harness runs the fp16 route only, and a
-// kernel instantiating one of these fails to link.
+// ---- the word routes (matunit_mma.h): weights as the unit's 16-row operand, tokens 0..7 as its n8
 struct XFragI8 { u32 v[1][4]; };
 struct BFragI8 { u32 w[8]; };
+#if defined(ESCHA_HOST_AMD)
+constexpr bool HAS_SWAPPED = false;
+#else
+constexpr bool HAS_SWAPPED = true;
+// where the prologue puts x element k of a 16-k slab; the lanes' x loads; c[i]'s token and column
+constexpr int i8_slot(int k) { return 4 * ((k >> 1) & 3) + 2 * (k >> 3) + (k & 1); }
+inline int i8_x_row(int lane, int part) { return (lane >> 2) + 8 * part; }
+inline int i8_x_word(int lane, int /*part*/) { return 4 * (lane & 3); }
+inline int i8_acc_row(int lane, int i) { return 8 * (i >> 2) + 2 * (lane & 3) + (i & 1); }
+inline int i8_acc_col(int lane, int i) { return (lane >> 2) + 8 * ((i >> 1) & 1); }
+inline void load_x_i8(XFragI8& x, u32 addr0, u32 /*addr1*/) { std::memcpy(x.v[0], host::smem_base + addr0, 16); }
+
+// mma.m16n8k16 f16 x f16 -> f32 (PTX ISA fragment layouts, g = lane / 4, t = lane % 4): A register
+// q = (row g + 8 (q & 1), k 2t + 8 (q >> 1) + half), B b0 = (k 2t + half, column g), b1 = the same
+// at k + 8, D d[i] = (row g + 8 (i >> 1), column 2t + (i & 1)); products summed in fp32, k in order.
+inline void mma_16816(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
+    host::Wave& w = host::wave();
+    u32* mine = w.scratch[host::my_lane];
+    for (int q = 0; q < 4; ++q) mine[q] = a[q];
+    mine[4] = b0;
+    mine[5] = b1;
+    w.bar->arrive_and_wait();
+    float A[16][16], B[16][8];
+    for (int l = 0; l < 32; ++l) {
+        const int g = l >> 2, t = l & 3;
+        for (int q = 0; q < 4; ++q)
+            for (int h = 0; h < 2; ++h)
+                A[g + 8 * (q & 1)][2 * t + 8 * (q >> 1) + h] = half_bits_to_float(w.scratch[l][q] >> (16 * h));
+        for (int h = 0; h < 2; ++h) {
+            B[2 * t + h][g] = half_bits_to_float(w.scratch[l][4] >> (16 * h));
+            B[2 * t + 8 + h][g] = half_bits_to_float(w.scratch[l][5] >> (16 * h));
+        }
+    }
+    w.bar->arrive_and_wait();
+    const int g = host::my_lane >> 2, t = host::my_lane & 3;
+    for (int i = 0; i < 4; ++i) {
+        const int r = g + 8 * (i >> 1), c = 2 * t + (i & 1);
+        float s = d[i];
+        for (int k = 0; k < 16; ++k) s += A[r][k] * B[k][c];
+        d[i] = s;
+    }
+}
+
+// the swapped fp16 route: matunit_mma.h's relabelling of a tile's 8 words into two instructions
+inline void mma_sw(float (&c)[ACC], const XFragI8& x, const BFragI8& y) {
+    const u32 lo[4] = {y.w[0], y.w[4], y.w[1], y.w[5]}, hi[4] = {y.w[2], y.w[6], y.w[3], y.w[7]};
+    float (&c0)[4] = *reinterpret_cast<float (*)[4]>(&c[0]);
+    mma_16816(c0, lo, x.v[0][0], x.v[0][1]);
+    mma_16816(c0, hi, x.v[0][2], x.v[0][3]);
+}
+#endif
+// Declared so that fused.h's discarded `if constexpr` branches name something: the int8 route is
+// not run by this harness, and a kernel instantiating one of these fails to link.
 constexpr int I8_DOT_COLS = 2;
 constexpr int I8_DOT_REDUCE[2] = {1, 2};
+#if defined(ESCHA_HOST_AMD)
 int i8_slot(int k);
 int i8_x_row(int lane, int part);
 int i8_x_word(int lane, int part);
 int i8_acc_row(int lane, int i);
 int i8_acc_col(int lane, int i);
+void load_x_i8(XFragI8& x, u32 addr0, u32 addr1);
+void mma_sw(float (&c)[ACC], const XFragI8& x, const BFragI8& y);
+#endif
 int i8_dot_col(int j);
 int i8_dot_word(int j);
 int i8_dot_acc(int lane, int c);
 u32 i8_dot_x(const XFragI8& x, int w);
-void load_x_i8(XFragI8& x, u32 addr0, u32 addr1);
 void mma_i8(int (&c)[ACC], const XFragI8& x, const BFragI8& b);
-void mma_sw(float (&c)[ACC], const XFragI8& x, const BFragI8& y);
 
 }  // namespace mu
 int dot4_s8u8(u32 a, u32 b, int c);

@@ -119,9 +119,7 @@ struct FusedLinear {
     static_assert(!DOT || I8, "the dot route is the int8 route's M = 1 variant");
     // The swapped fp16 route (matunit_mma.h mma_sw): M <= 8, NVIDIA.
     static_assert(!SW || (!I8 && MT == 1), "swap: one m tile, fp16 activations");
-#if !defined(ESCHA_NVIDIA)
-    static_assert(!SW, "the swapped route is NVIDIA's (gfx12's WMMA would take 2 instructions per tile)");
-#endif
+    static_assert(!SW || mu::HAS_SWAPPED, "the swapped route is NVIDIA's (gfx12's WMMA would take 2 instructions per tile)");
     static constexpr bool WORDS = I8 || SW;            // the A side lives as one u32 word per x element
     // CL > 1 (NVIDIA, a cluster launch of CL blocks along the column groups, kernels/fused.py
     // FusedConfig.cluster): the CL blocks of a cluster have the same K range, so the in-kernel

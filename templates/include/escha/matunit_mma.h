@@ -29,6 +29,8 @@ ESCHA_DEVICE int acc_row(int lane, int i) { return (lane >> 2) + 8 * ((i >> 1) &
 ESCHA_DEVICE int acc_col(int lane, int i) { return 8 * (i >> 2) + 2 * (lane & 3) + (i & 1); }
 // Accumulators i .. i + ACC_RUN - 1 (i a multiple of ACC_RUN) are consecutive columns of one row.
 constexpr int ACC_RUN = 2;
+// The swapped fp16 route (mma_sw below) exists on this unit.
+constexpr bool HAS_SWAPPED = true;
 
 // An A fragment of constants: element (row r, k) is the fp16 with bits f(r, k) (r, k = 0..15).
 // Register q holds (row g + 8 (q & 1), k 2t + 8 (q >> 1) + {0, 1}), g = lane / 4, t = lane % 4.

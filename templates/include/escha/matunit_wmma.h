@@ -40,6 +40,8 @@ ESCHA_DEVICE int acc_row(int lane, int i) { return wmma::acc_row(lane, i); }
 ESCHA_DEVICE int acc_col(int lane, int i) { return wmma::acc_col(lane, i); }
 // A lane's accumulators are one column (consecutive rows): runs of one column element.
 constexpr int ACC_RUN = 1;
+// No swapped fp16 route on gfx12 (FusedLinear static_asserts it; the int8 route is the unit's own).
+constexpr bool HAS_SWAPPED = false;
 
 // An A fragment of constants: element (row r, k) is the fp16 with bits f(r, k), in the labelling
 // load_a_rows uses (row l % 16, k = 8 (l / 16) + e for half e: wmma_layout.h a_row / a_k).
