@@ -8,9 +8,10 @@ gfx12, tests/host/escha_host_kernel_api.h) and its output is compared with the f
 row by row. Covered: the fp16 route with the in-kernel prologue, which both vendors compile (x's
 rotation in batches of items, the fp16 overflow redo, the trellis ring and decode, split-K with its
 self-resetting counters, K slices (16 waves), two m tiles, ragged input / output widths), and
-NVIDIA's swapped route for M <= 8 (the weights' two-half words against the tokens' {x, x} words,
-mul1's per-block sums of x). Not covered here: the int8 route, the prep kernel's A operand (xh = 1),
-clusters and sm_90's mbarriers and bulk copies. The GPU tests (tests/test_gpu_kernels.py) run the
+NVIDIA's word routes for M <= 8: the swapped fp16 route (the weights' two-half words against the
+tokens' {x, x} words, mul1's per-block sums of x) and the opt-in int8 route (its quantizing
+prologue, hash bytes on the integer unit or, at M = 1, the dot unit). Not covered here: gfx12's
+int8 WMMA, the prep kernel's A operand (xh = 1), clusters and sm_90's mbarriers and bulk copies. The GPU tests (tests/test_gpu_kernels.py) run the
 same kernels on the device, with the vendor's real matrix unit and asynchronous copies; this file
 is what CI can run of them."""
 import functools
@@ -23,6 +24,7 @@ import pytest
 import torch
 
 from escha_jit import reference as R
+from escha_jit import reference_int8 as Q
 from escha_jit.kernels import fused
 from escha_jit.synth import random_layer
 from host_kernel import build
@@ -33,19 +35,20 @@ TOL = {"f16": 1e-3, "bf16": 2.5e-3}     # relative RMS per row against float64, 
 
 
 @functools.cache
-def host_binary(layout: str, K: float, cb: str, din: str, dout: str, cfg: fused.FusedConfig) -> str:
-    spec = fused.spec_for(ARCH[layout], K, cb, din, dout, cfg)
+def host_binary(layout: str, K: float, cb: str, din: str, dout: str, cfg: fused.FusedConfig,
+                act_quant: str | None = None) -> str:
+    spec = fused.spec_for(ARCH[layout], K, cb, din, dout, cfg, act_quant)
     return build(spec, fused.render_extra(spec), "fused_host.cpp",
                  [f"ESCHA_K2={round(2 * K)}", f"THREADS={32 * cfg.warps}",
                   *(["ESCHA_HOST_AMD"] if layout == "amd" else [])])
 
 
 def run_host(layout: str, w: R.LinearWeights, x: torch.Tensor, dout: str, cfg: fused.FusedConfig,
-             splits: int) -> tuple[torch.Tensor, np.ndarray]:
+             splits: int, act_quant: str | None = None) -> tuple[torch.Tensor, np.ndarray]:
     """(y [M, out_features] as the kernel wrote it, the split-K counters after the call)"""
     M, IC, OC = x.shape[0], w.IC, w.OC
     din = {torch.float16: "f16", torch.bfloat16: "bf16"}[x.dtype]
-    lay = fused.smem_layout(cfg, w.K, M, IC // splits)
+    lay = fused.smem_layout(cfg, w.K, M, IC // splits, act_quant == "int8")
     xp = torch.zeros(M, IC, dtype=x.dtype)
     xp[:, :x.shape[1]] = x
     hdr = [M, IC, OC, splits, w.logical_in, w.logical_out, w.s_in is not None, w.s_out is not None,
@@ -63,7 +66,8 @@ def run_host(layout: str, w: R.LinearWeights, x: torch.Tensor, dout: str, cfg: f
         fin, fout = os.path.join(d, "in.bin"), os.path.join(d, "out.bin")
         with open(fin, "wb") as f:
             f.write(b"".join(q + bytes(-len(q) % 16) for q in parts))     # each part 16-byte aligned
-        subprocess.run([host_binary(layout, w.K, w.codebook, din, dout, cfg), fin, fout], check=True, timeout=600)
+        subprocess.run([host_binary(layout, w.K, w.codebook, din, dout, cfg, act_quant), fin, fout], check=True,
+                       timeout=600)
         raw = np.fromfile(fout, np.uint8)
     y = torch.from_numpy(raw[:2 * M * OC].view(np.int16).reshape(M, OC).copy()).view(TORCH_DTYPES[dout])
     return y[:, :w.logical_out], raw[2 * M * OC:].view(np.int32)
@@ -127,6 +131,29 @@ def test_fused_swapped_route_on_host(K, cb, din, M, splits, big_rows):
     # NVIDIA's M <= 8 route: the weights' two-half words as the unit's 16-row operand against the
     # tokens' {x, x} words (the prologue stores them in mu::i8_slot order), accumulators transposed
     check("nvidia", K, cb, din, din, SWAP8, splits, M, 512, 256, big_rows=big_rows, seed=int(8 * K) + M)
+
+
+@pytest.mark.parametrize("K,din,M,splits,dot", [
+    (2.0, "f16", 1, 2, 1),         # the dot route
+    (3.0, "f16", 1, 1, 0),
+    (4.0, "bf16", 5, 2, 0),
+    (2.5, "f16", 8, 1, 0),
+])
+def test_fused_int8_route_on_host(K, din, M, splits, dot):
+    # act_quant='int8' (mul1): x quantized per (token, 128-block), hash bytes x int8 tokens on the
+    # integer unit (or the dot unit at M = 1), exact int32 sums folded per 128 features. Judged as
+    # the GPU tests judge it: against the route's own reference (reference_int8: the same
+    # quantization, float64 after it) and, loosely, against the exact product
+    cfg = fused.FusedConfig(warps=4, m_tiles=1, rows_per_stage=8, stages=3, min_blocks=2, dot=dot)
+    w = random_layer(512, 256, K, "mul1", seed=int(4 * K) + M)
+    x = torch.randn(M, 512, generator=torch.Generator().manual_seed(M)).to(TORCH_DTYPES[din])
+    y, counters = run_host("nvidia", w, x, din, cfg, splits, act_quant="int8")
+    route = Q.forward_int8(x, w, out_dtype=torch.float64)
+    exact = R.forward(x, w, torch.float64, compute_dtype=torch.float64)
+    route_err = (y.double() - route).norm(dim=1) / route.norm(dim=1)
+    assert float(route_err.max()) < {"f16": 2e-3, "bf16": 5e-3}[din], route_err
+    assert float(((y.double() - exact).norm() / exact.norm())) < 2e-2
+    assert (counters == 0).all()
 
 
 def test_fused_kernel_on_host_ragged_widths():

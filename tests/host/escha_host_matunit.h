@@ -43,6 +43,15 @@ inline float shfl_xor(float v, int mask) {
     return r;
 }
 
+inline u32 shfl_xor(u32 v, int mask) {
+    host::Wave& w = host::wave();
+    w.scratch[host::my_lane][0] = v;
+    w.bar->arrive_and_wait();
+    const u32 r = w.scratch[host::my_lane ^ mask][0];
+    w.bar->arrive_and_wait();
+    return r;
+}
+
 // (hadamard.h's fp16_fits_or) the lanes vote through the wave's scratch
 inline bool wave_any(bool pred) {
     host::Wave& w = host::wave();
@@ -215,19 +224,62 @@ inline void mma_16816(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
     }
 }
 
-// the swapped fp16 route: matunit_mma.h's relabelling of a tile's 8 words into two instructions
-inline void mma_sw(float (&c)[ACC], const XFragI8& x, const BFragI8& y) {
-    const u32 lo[4] = {y.w[0], y.w[4], y.w[1], y.w[5]}, hi[4] = {y.w[2], y.w[6], y.w[3], y.w[7]};
-    float (&c0)[4] = *reinterpret_cast<float (*)[4]>(&c[0]);
-    mma_16816(c0, lo, x.v[0][0], x.v[0][1]);
-    mma_16816(c0, hi, x.v[0][2], x.v[0][3]);
+// mma.m16n8k32 u8 x s8 -> s32 (PTX ISA fragment layouts): A register q = (row g + 8 (q & 1), k 4t +
+// 16 (q >> 1) + byte), B b0 = (k 4t + byte, column g), b1 = the same at k + 16, D as mma_16816;
+// exact integer sums.
+inline void mma_16832_u8s8(int (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
+    host::Wave& w = host::wave();
+    u32* mine = w.scratch[host::my_lane];
+    for (int q = 0; q < 4; ++q) mine[q] = a[q];
+    mine[4] = b0;
+    mine[5] = b1;
+    w.bar->arrive_and_wait();
+    int A[16][32], B[32][8];
+    for (int l = 0; l < 32; ++l) {
+        const int g = l >> 2, t = l & 3;
+        for (int q = 0; q < 4; ++q)
+            for (int e = 0; e < 4; ++e) A[g + 8 * (q & 1)][4 * t + 16 * (q >> 1) + e] = (w.scratch[l][q] >> (8 * e)) & 0xFF;
+        for (int e = 0; e < 4; ++e) {
+            B[4 * t + e][g] = (signed char)(w.scratch[l][4] >> (8 * e));
+            B[4 * t + 16 + e][g] = (signed char)(w.scratch[l][5] >> (8 * e));
+        }
+    }
+    w.bar->arrive_and_wait();
+    const int g = host::my_lane >> 2, t = host::my_lane & 3;
+    for (int i = 0; i < 4; ++i) {
+        const int r = g + 8 * (i >> 1), c = 2 * t + (i & 1);
+        for (int k = 0; k < 32; ++k) d[i] += A[r][k] * B[k][c];
+    }
 }
-#endif
-// Declared so that fused.h's discarded `if constexpr` branches name something: the int8 route is
-// not run by this harness, and a kernel instantiating one of these fails to link.
+
+// matunit_mma.h's relabelling of a tile's 8 words (two-half words or hashes) into two instructions
+template <typename T, typename Op>
+inline void mma_swapped(T (&c)[ACC], const XFragI8& x, const BFragI8& y, Op op) {
+    const u32 lo[4] = {y.w[0], y.w[4], y.w[1], y.w[5]}, hi[4] = {y.w[2], y.w[6], y.w[3], y.w[7]};
+    T (&c0)[4] = *reinterpret_cast<T (*)[4]>(&c[0]);
+    op(c0, lo, x.v[0][0], x.v[0][1]);
+    op(c0, hi, x.v[0][2], x.v[0][3]);
+}
+// the swapped fp16 route and the int8 route
+inline void mma_sw(float (&c)[ACC], const XFragI8& x, const BFragI8& y) {
+    mma_swapped(c, x, y, [](float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) { mma_16816(d, a, b0, b1); });
+}
+inline void mma_i8(int (&c)[ACC], const XFragI8& x, const BFragI8& b) {
+    mma_swapped(c, x, b, [](int (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) { mma_16832_u8s8(d, a, b0, b1); });
+}
+// the int8 route's dot variant (M = 1): columns g, g + 8 of a lane's positions, its 4 x words of a slab
 constexpr int I8_DOT_COLS = 2;
 constexpr int I8_DOT_REDUCE[2] = {1, 2};
+constexpr int i8_dot_col(int j) { return j >> 2; }
+constexpr int i8_dot_word(int j) { return j & 3; }
+inline int i8_dot_acc(int lane, int c) { return (lane & 3) == 0 ? 2 * c : -1; }
+inline u32 i8_dot_x(const XFragI8& x, int w) { return x.v[0][w]; }
+#endif
 #if defined(ESCHA_HOST_AMD)
+// Declared so that fused.h's discarded `if constexpr` branches name something: gfx12's word routes
+// (its int8 WMMA) are not emulated here, and a kernel instantiating one of these fails to link.
+constexpr int I8_DOT_COLS = 2;
+constexpr int I8_DOT_REDUCE[2] = {1, 2};
 int i8_slot(int k);
 int i8_x_row(int lane, int part);
 int i8_x_word(int lane, int part);
@@ -235,13 +287,12 @@ int i8_acc_row(int lane, int i);
 int i8_acc_col(int lane, int i);
 void load_x_i8(XFragI8& x, u32 addr0, u32 addr1);
 void mma_sw(float (&c)[ACC], const XFragI8& x, const BFragI8& y);
-#endif
 int i8_dot_col(int j);
 int i8_dot_word(int j);
 int i8_dot_acc(int lane, int c);
 u32 i8_dot_x(const XFragI8& x, int w);
 void mma_i8(int (&c)[ACC], const XFragI8& x, const BFragI8& b);
+#endif
 
 }  // namespace mu
-int dot4_s8u8(u32 a, u32 b, int c);
 }  // namespace escha

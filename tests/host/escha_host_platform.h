@@ -72,6 +72,11 @@ inline u32 dot4_u8(u32 a, u32 b, u32 c) {
     for (int i = 0; i < 4; ++i) c += ((a >> (8 * i)) & 0xFFu) * ((b >> (8 * i)) & 0xFFu);
     return c;
 }
+// signed bytes of a times unsigned bytes of b, plus c
+inline int dot4_s8u8(u32 a, u32 b, int c) {
+    for (int i = 0; i < 4; ++i) c += (int)(signed char)(a >> (8 * i)) * (int)((b >> (8 * i)) & 0xFFu);
+    return c;
+}
 
 }  // namespace escha
 
