@@ -10,8 +10,9 @@ rotation in batches of items, the fp16 overflow redo, the trellis ring and decod
 self-resetting counters, K slices (16 waves), two m tiles, ragged input / output widths), and
 NVIDIA's word routes for M <= 8: the swapped fp16 route (the weights' two-half words against the
 tokens' {x, x} words, mul1's per-block sums of x) and the opt-in int8 route (its quantizing
-prologue, hash bytes on the integer unit or, at M = 1, the dot unit). Not covered here: gfx12's
-int8 WMMA, the prep kernel's A operand (xh = 1), clusters and sm_90's mbarriers and bulk copies. The GPU tests (tests/test_gpu_kernels.py) run the
+prologue, hash bytes on the integer unit or, at M = 1, the dot unit; also in gfx12's layouts, with
+its iu8 WMMA). Not covered here: the prep kernel's A operand (xh = 1), clusters and sm_90's
+mbarriers and bulk copies. The GPU tests (tests/test_gpu_kernels.py) run the
 same kernels on the device, with the vendor's real matrix unit and asynchronous copies; this file
 is what CI can run of them."""
 import functools
@@ -133,21 +134,23 @@ def test_fused_swapped_route_on_host(K, cb, din, M, splits, big_rows):
     check("nvidia", K, cb, din, din, SWAP8, splits, M, 512, 256, big_rows=big_rows, seed=int(8 * K) + M)
 
 
+@pytest.mark.parametrize("layout", ["nvidia", "amd"])
 @pytest.mark.parametrize("K,din,M,splits,dot", [
-    (2.0, "f16", 1, 2, 1),         # the dot route
+    (2.0, "f16", 1, 2, 1),         # the dot route (gfx12's default at M = 1)
     (3.0, "f16", 1, 1, 0),
     (4.0, "bf16", 5, 2, 0),
     (2.5, "f16", 8, 1, 0),
 ])
-def test_fused_int8_route_on_host(K, din, M, splits, dot):
+def test_fused_int8_route_on_host(layout, K, din, M, splits, dot):
     # act_quant='int8' (mul1): x quantized per (token, 128-block), hash bytes x int8 tokens on the
-    # integer unit (or the dot unit at M = 1), exact int32 sums folded per 128 features. Judged as
-    # the GPU tests judge it: against the route's own reference (reference_int8: the same
-    # quantization, float64 after it) and, loosely, against the exact product
+    # integer unit (NVIDIA's swapped mma.m16n8k32, gfx12's iu8 WMMA) or the dot unit at M = 1, exact
+    # int32 sums folded per 128 features. Judged as the GPU tests judge it: against the route's own
+    # reference (reference_int8: the same quantization, float64 after it) and, loosely, against the
+    # exact product
     cfg = fused.FusedConfig(warps=4, m_tiles=1, rows_per_stage=8, stages=3, min_blocks=2, dot=dot)
     w = random_layer(512, 256, K, "mul1", seed=int(4 * K) + M)
     x = torch.randn(M, 512, generator=torch.Generator().manual_seed(M)).to(TORCH_DTYPES[din])
-    y, counters = run_host("nvidia", w, x, din, cfg, splits, act_quant="int8")
+    y, counters = run_host(layout, w, x, din, cfg, splits, act_quant="int8")
     route = Q.forward_int8(x, w, out_dtype=torch.float64)
     exact = R.forward(x, w, torch.float64, compute_dtype=torch.float64)
     route_err = (y.double() - route).norm(dim=1) / route.norm(dim=1)

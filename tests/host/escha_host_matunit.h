@@ -86,6 +86,12 @@ struct Decoder {
     int word(int q) const { return rt.word[q]; }
     template <int CB>
     void decode(BFrag& b, const u32 (&w)[NW], u32 mask) const { rt.template decode<CB>(w, b.h, mask); }
+    // the int8 route's operand, as matunit_wmma.h's Decoder builds it (elements in the WMMA order)
+    void hashes(u32 (&h)[8], const u32 (&w)[NW]) const {
+        u32 s[8];
+        rt.states(w, s);
+        for (int e = 0; e < 8; ++e) h[e] = mul1_hash(s[e]);
+    }
 };
 #else
 // mma.m16n8k16: A register q = (row g + 8 (q & 1), k 2t + 8 (q >> 1) + half); B element j = the
@@ -178,12 +184,61 @@ inline void mma(float (&c)[ACC], const AFrag& a, const BFrag& b) {
     }
 }
 
+#if defined(ESCHA_HOST_AMD)
+// ---- gfx12's int8 route (matunit_wmma.h): x words of token l % 16 as A (signed bytes), the hashes
+// of the lane's column as B (unsigned bytes), 4 v_wmma_i32_16x16x16_iu8 per tile
+struct XFragI8 { u32 v[8]; };
+struct BFragI8 { u32 w[8]; };
+constexpr bool HAS_SWAPPED = false;
+void mma_sw(float (&c)[ACC], const XFragI8& x, const BFragI8& y);     // NVIDIA's route: never instantiated
+constexpr int i8_slot(int k) { return k; }
+inline int i8_x_row(int lane, int /*part*/) { return lane & 15; }
+inline int i8_x_word(int lane, int part) { return 8 * (lane >> 4) + 4 * part; }
+inline int i8_acc_row(int lane, int i) { return wmma::acc_row(lane, i); }
+inline int i8_acc_col(int lane, int i) { return wmma::acc_col(lane, i); }
+inline void load_x_i8(XFragI8& x, u32 addr0, u32 addr1) {
+    std::memcpy(&x.v[0], host::smem_base + addr0, 16);
+    std::memcpy(&x.v[4], host::smem_base + addr1, 16);
+}
+// v_wmma_i32_16x16x16_iu8 (wave32): byte b of VGPR r of lane l is k = 8 (l / 16) + 4 r + b of row
+// l % 16 of A (signed) and of column l % 16 of B (unsigned) (AMD Matrix Instruction Calculator,
+// rdna4; tests/test_amd_layout.py); D in the f32 WMMA's layout; exact integer sums.
+inline void wmma_iu8(int (&d)[ACC], const u32 (&a)[2], const u32 (&b)[2]) {
+    host::Wave& w = host::wave();
+    u32* mine = w.scratch[host::my_lane];
+    mine[0] = a[0]; mine[1] = a[1]; mine[2] = b[0]; mine[3] = b[1];
+    w.bar->arrive_and_wait();
+    int A[16][16], B[16][16];
+    for (int l = 0; l < 32; ++l)
+        for (int r = 0; r < 2; ++r)
+            for (int byte = 0; byte < 4; ++byte) {
+                const int k = 8 * (l >> 4) + 4 * r + byte;
+                A[l & 15][k] = (signed char)(w.scratch[l][r] >> (8 * byte));
+                B[k][l & 15] = (w.scratch[l][2 + r] >> (8 * byte)) & 0xFF;
+            }
+    w.bar->arrive_and_wait();
+    for (int i = 0; i < ACC; ++i) {
+        const int m = acc_row(host::my_lane, i), n = acc_col(host::my_lane, i);
+        for (int k = 0; k < 16; ++k) d[i] += A[m][k] * B[k][n];
+    }
+}
+inline void mma_i8(int (&c)[ACC], const XFragI8& x, const BFragI8& b) {
+    for (int t = 0; t < 4; ++t) {
+        const u32 av[2] = {x.v[2 * t], x.v[2 * t + 1]}, bv[2] = {b.w[2 * t], b.w[2 * t + 1]};
+        wmma_iu8(c, av, bv);
+    }
+}
+// the dot route (M = 1): a lane's 8 elements are rows 8h + e of column l % 16, x words e of its loads
+constexpr int I8_DOT_COLS = 1;
+constexpr int I8_DOT_REDUCE[1] = {16};
+constexpr int i8_dot_col(int /*e*/) { return 0; }
+constexpr int i8_dot_word(int e) { return e; }
+inline int i8_dot_acc(int lane, int /*c*/) { return (lane >> 4) == 0 ? 0 : -1; }
+inline u32 i8_dot_x(const XFragI8& x, int w) { return x.v[w]; }
+#else
 // ---- the word routes (matunit_mma.h): weights as the unit's 16-row operand, tokens 0..7 as its n8
 struct XFragI8 { u32 v[1][4]; };
 struct BFragI8 { u32 w[8]; };
-#if defined(ESCHA_HOST_AMD)
-constexpr bool HAS_SWAPPED = false;
-#else
 constexpr bool HAS_SWAPPED = true;
 // where the prologue puts x element k of a 16-k slab; the lanes' x loads; c[i]'s token and column
 constexpr int i8_slot(int k) { return 4 * ((k >> 1) & 3) + 2 * (k >> 3) + (k & 1); }
@@ -274,24 +329,6 @@ constexpr int i8_dot_col(int j) { return j >> 2; }
 constexpr int i8_dot_word(int j) { return j & 3; }
 inline int i8_dot_acc(int lane, int c) { return (lane & 3) == 0 ? 2 * c : -1; }
 inline u32 i8_dot_x(const XFragI8& x, int w) { return x.v[0][w]; }
-#endif
-#if defined(ESCHA_HOST_AMD)
-// Declared so that fused.h's discarded `if constexpr` branches name something: gfx12's word routes
-// (its int8 WMMA) are not emulated here, and a kernel instantiating one of these fails to link.
-constexpr int I8_DOT_COLS = 2;
-constexpr int I8_DOT_REDUCE[2] = {1, 2};
-int i8_slot(int k);
-int i8_x_row(int lane, int part);
-int i8_x_word(int lane, int part);
-int i8_acc_row(int lane, int i);
-int i8_acc_col(int lane, int i);
-void load_x_i8(XFragI8& x, u32 addr0, u32 addr1);
-void mma_sw(float (&c)[ACC], const XFragI8& x, const BFragI8& y);
-int i8_dot_col(int j);
-int i8_dot_word(int j);
-int i8_dot_acc(int lane, int c);
-u32 i8_dot_x(const XFragI8& x, int w);
-void mma_i8(int (&c)[ACC], const XFragI8& x, const BFragI8& b);
 #endif
 
 }  // namespace mu
