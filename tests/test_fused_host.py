@@ -11,8 +11,9 @@ self-resetting counters, K slices (16 waves), two m tiles, ragged input / output
 NVIDIA's word routes for M <= 8: the swapped fp16 route (the weights' two-half words against the
 tokens' {x, x} words, mul1's per-block sums of x) and the opt-in int8 route (its quantizing
 prologue, hash bytes on the integer unit or, at M = 1, the dot unit; also in gfx12's layouts, with
-its iu8 WMMA). Not covered here: the prep kernel's A operand (xh = 1), clusters and sm_90's
-mbarriers and bulk copies. The GPU tests (tests/test_gpu_kernels.py) run the
+its iu8 WMMA), and the prep kernel's A operand (xh = 1: tests/host/prep_host.cpp runs the prep
+kernel first, its rows split over blocks that agree on each row's exponent). Not covered here:
+clusters and sm_90's mbarriers and bulk copies. The GPU tests (tests/test_gpu_kernels.py) run the
 same kernels on the device, with the vendor's real matrix unit and asynchronous copies; this file
 is what CI can run of them."""
 import functools
@@ -26,7 +27,7 @@ import torch
 
 from escha_jit import reference as R
 from escha_jit import reference_int8 as Q
-from escha_jit.kernels import fused
+from escha_jit.kernels import fused, prep
 from escha_jit.synth import random_layer
 from host_kernel import build
 
@@ -40,20 +41,58 @@ def host_binary(layout: str, K: float, cb: str, din: str, dout: str, cfg: fused.
                 act_quant: str | None = None) -> str:
     spec = fused.spec_for(ARCH[layout], K, cb, din, dout, cfg, act_quant)
     return build(spec, fused.render_extra(spec), "fused_host.cpp",
-                 [f"ESCHA_K2={round(2 * K)}", f"THREADS={32 * cfg.warps}",
+                 [f"ESCHA_K2={round(2 * K)}", f"ESCHA_THREADS={32 * cfg.warps}",
                   *(["ESCHA_HOST_AMD"] if layout == "amd" else [])])
 
 
+@functools.cache
+def prep_binary(layout: str, din: str, words: bool) -> str:
+    spec = prep.spec_for(ARCH[layout], din, words)
+    return build(spec, prep.render_extra(spec), "prep_host.cpp", ["ESCHA_HOST_AMD"] if layout == "amd" else [])
+
+
+def aligned_parts(parts: list) -> bytes:
+    """The harnesses' input: each part from a multiple of 16 bytes."""
+    return b"".join(q + bytes(-len(q) % 16) for q in parts)
+
+
+def run_prep(layout: str, w: R.LinearWeights, x: torch.Tensor, words: bool, segments: int) -> tuple[bytes, np.ndarray]:
+    """(the prep kernel's xh buffer, xh_exp [M]); asserts its per-row counters are back at zero"""
+    M, IC = x.shape[0], w.IC
+    nkb = IC // 128
+    seg_blocks = -(-nkb // segments)
+    out_bytes = 4 * prep.buffer_words(M, IC) if words else 2 * M * IC
+    xp = torch.zeros(M, IC, dtype=x.dtype)
+    xp[:, :x.shape[1]] = x
+    hdr = [M, IC, w.logical_in, -(-nkb // seg_blocks), seg_blocks, prep.threads_for(M), w.s_in is not None, 2, out_bytes]
+    parts = [np.array(hdr + [0] * (16 - len(hdr)), np.int32).tobytes(), xp.view(torch.int16).numpy().tobytes(),
+             w.rin.numpy().tobytes()]
+    if w.s_in is not None:
+        parts.append(w.s_in.numpy().astype(np.float32).tobytes())
+    din = {torch.float16: "f16", torch.bfloat16: "bf16"}[x.dtype]
+    with tempfile.TemporaryDirectory() as d:
+        fin, fout = os.path.join(d, "in.bin"), os.path.join(d, "out.bin")
+        with open(fin, "wb") as f:
+            f.write(aligned_parts(parts))
+        subprocess.run([prep_binary(layout, din, words), fin, fout], check=True, timeout=600)
+        raw = open(fout, "rb").read()
+    xh, rest = raw[:out_bytes], np.frombuffer(raw[out_bytes:], np.int32)
+    assert (rest[M:] == 0).all()                # row_sync reset by each row's last block
+    return xh, rest[:M].copy()
+
+
 def run_host(layout: str, w: R.LinearWeights, x: torch.Tensor, dout: str, cfg: fused.FusedConfig,
-             splits: int, act_quant: str | None = None) -> tuple[torch.Tensor, np.ndarray]:
-    """(y [M, out_features] as the kernel wrote it, the split-K counters after the call)"""
+             splits: int, act_quant: str | None = None, segments: int = 1) -> tuple[torch.Tensor, np.ndarray]:
+    """(y [M, out_features] as the kernel wrote it, the split-K counters after the call); with
+    cfg.xh the prep kernel runs first (its rows split over ``segments`` blocks)"""
     M, IC, OC = x.shape[0], w.IC, w.OC
     din = {torch.float16: "f16", torch.bfloat16: "bf16"}[x.dtype]
     lay = fused.smem_layout(cfg, w.K, M, IC // splits, act_quant == "int8")
     xp = torch.zeros(M, IC, dtype=x.dtype)
     xp[:, :x.shape[1]] = x
+    xh = run_prep(layout, w, x, bool(cfg.swap), segments) if cfg.xh else None
     hdr = [M, IC, OC, splits, w.logical_in, w.logical_out, w.s_in is not None, w.s_out is not None,
-           w.bias is not None, lay.off_tr, lay.off_red, lay.off_exp, lay.total, 2]
+           w.bias is not None, lay.off_tr, lay.off_red, lay.off_exp, lay.total, 2, len(xh[0]) if xh else 0]
     parts = [np.array(hdr + [0] * (16 - len(hdr)), np.int32).tobytes(), xp.view(torch.int16).numpy().tobytes(),
              w.code.numpy().tobytes(), w.rin.numpy().tobytes()]
     if w.s_in is not None:
@@ -63,10 +102,12 @@ def run_host(layout: str, w: R.LinearWeights, x: torch.Tensor, dout: str, cfg: f
         parts.append(w.s_out.numpy().astype(np.float32).tobytes())
     if w.bias is not None:
         parts.append(w.bias.numpy().astype(np.float32).tobytes())
+    if xh:
+        parts += [xh[0], xh[1].astype(np.int32).tobytes()]
     with tempfile.TemporaryDirectory() as d:
         fin, fout = os.path.join(d, "in.bin"), os.path.join(d, "out.bin")
         with open(fin, "wb") as f:
-            f.write(b"".join(q + bytes(-len(q) % 16) for q in parts))     # each part 16-byte aligned
+            f.write(aligned_parts(parts))
         subprocess.run([host_binary(layout, w.K, w.codebook, din, dout, cfg, act_quant), fin, fout], check=True,
                        timeout=600)
         raw = np.fromfile(fout, np.uint8)
@@ -74,14 +115,16 @@ def run_host(layout: str, w: R.LinearWeights, x: torch.Tensor, dout: str, cfg: f
     return y[:, :w.logical_out], raw[2 * M * OC:].view(np.int32)
 
 
-def check(layout, K, cb, din, dout, cfg, splits, M, IC, OC, *, big_rows=(), escha=True, bias=False, seed=0):
+def check(layout, K, cb, din, dout, cfg, splits, M, IC, OC, *, big_rows=(), escha=True, bias=False, seed=0,
+          segments=1):
     w = random_layer(IC, OC, K, cb, seed=seed, escha_scales=escha, bias=bias)
     g = torch.Generator().manual_seed(seed + 1)
     x = torch.randn(M, w.logical_in, generator=g)
     for r in big_rows:                      # rows whose rotation leaves fp16's range: the redo pass
         x[r] *= 3e5
+        x[r, :128] *= 16                    # the row's first 128-block needs the largest exponent
     x = x.to(TORCH_DTYPES[din])
-    y, counters = run_host(layout, w, x, dout, cfg, splits)
+    y, counters = run_host(layout, w, x, dout, cfg, splits, segments=segments)
     ref = R.forward(x, w, torch.float64, compute_dtype=torch.float64)
     assert torch.isfinite(y.float()).all()
     err = ((y.double() - ref).norm(dim=1) / ref.norm(dim=1))
@@ -157,6 +200,20 @@ def test_fused_int8_route_on_host(layout, K, din, M, splits, dot):
     assert float(route_err.max()) < {"f16": 2e-3, "bf16": 5e-3}[din], route_err
     assert float(((y.double() - exact).norm() / exact.norm())) < 2e-2
     assert (counters == 0).all()
+
+
+@pytest.mark.parametrize("layout,swap,M,segments,big_rows", [
+    ("nvidia", 0, 16, 1, ()),
+    ("amd", 0, 9, 2, (3,)),
+    ("nvidia", 0, 12, 2, (0, 11)),      # a row's blocks agree on its exponent (row_sync), then redo it
+    ("nvidia", 1, 6, 2, (5,)),          # the words variant for the swapped route, with mul1's sums
+])
+def test_fused_kernel_on_host_with_prep_kernel(layout, swap, M, segments, big_rows):
+    # xh = 1: the prep kernel rotates x once per call into a global buffer (fp16 rows with per-row
+    # exponents, or the swapped route's words); the fused kernel copies its K range into shared memory
+    cfg = fused.FusedConfig(warps=8, m_tiles=1, rows_per_stage=4, stages=2, min_blocks=2, xh=1, swap=swap)
+    check(layout, 3.0, "mul1" if swap else "mcg", "bf16", "bf16", cfg, 2, M, 1024, 256, big_rows=big_rows,
+          seed=M, segments=segments)
 
 
 def test_fused_kernel_on_host_ragged_widths():

@@ -45,6 +45,8 @@ inline void partials_release() { std::atomic_thread_fence(std::memory_order_seq_
 inline void partials_acquire() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 inline int atomic_add_acq_rel(int* p, int v) { return std::atomic_ref<int>(*p).fetch_add(v); }
 inline f32x4 load_coherent(const f32x4* p) { return *p; }
+inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline int atomicExch(int* p, int v) { return std::atomic_ref<int>(*p).exchange(v); }
 
 // The wave's index, uniform across its lanes (as wave_index() promises the compilers)
 inline int wave_index() { return threadIdx.x / 32; }

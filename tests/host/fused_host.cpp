@@ -1,17 +1,18 @@
-// Runs a rendered fused.hip.j2 kernel (the fp16 route with its in-kernel prologue, include/escha/
-// fused.h) on the CPU: every block of the grid in turn, its threads as std::threads
-// (escha_host_block.h), the matrix unit, ldmatrix and the shuffles per wave (escha_host_matunit.h,
-// NVIDIA's lane layouts, or gfx12's with -DESCHA_HOST_AMD), shared memory, copies and the split-K
-// atomic as on gfx12 (escha_host_kernel_api.h). Checks the prologue (x's rotation, its batches,
-// the fp16 overflow redo), the trellis ring, the decode into fragments, split-K and the epilogue
-// without a GPU (tests/test_fused_host.py).
+// Runs a rendered fused.hip.j2 kernel (include/escha/fused.h) on the CPU: every block of the grid
+// in turn, its threads as std::threads (escha_host_block.h), the matrix unit, ldmatrix and the
+// shuffles per wave (escha_host_matunit.h: NVIDIA's lane layouts, or gfx12's with -DESCHA_HOST_AMD),
+// shared memory, copies and the split-K atomic as on gfx12 (escha_host_kernel_api.h). Checks the
+// prologue (x's rotation, its batches, the fp16 overflow redo), the trellis ring, the decode into
+// fragments, the word routes, split-K and the epilogue without a GPU (tests/test_fused_host.py).
+// ESCHA_THREADS: the block's threads (32 x waves).
 //
 // usage: fused_host IN OUT  with IN = int32 {M, IC, OC, S, in_valid, out_valid, has_s_in,
-// has_s_out, has_bias, off_tr, off_red, off_exp, smem_bytes, in_bytes} in 64 bytes, then each part
-// from a multiple of 16 bytes: x [M][IC] (in_bytes per
-// value), int16 code [IC/16, OC/16, 16K], fp16 rin [IC], (fp32 s_in [IC]), fp16 rout [OC],
-// (fp32 s_out [OC]), (fp32 bias [OC]); OUT = y [M][OC] in the output dtype's bits, then the
-// split-K counters [OC/128] as int32 (zero again after a call).
+// has_s_out, has_bias, off_tr, off_red, off_exp, smem_bytes, in_bytes, xh_bytes} in 64 bytes, then
+// each part from a multiple of 16 bytes: x [M][IC] (in_bytes per value), int16 code
+// [IC/16, OC/16, 16K], fp16 rin [IC], (fp32 s_in [IC]), fp16 rout [OC], (fp32 s_out [OC]), (fp32
+// bias [OC]), and with xh_bytes > 0 the prep kernel's output (tests/host/prep_host.cpp): xh
+// (xh_bytes), xh_exp [M] int32. OUT = y [M][OC] in the output dtype's bits, then the split-K
+// counters [OC/128] as int32 (zero again after a call).
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -52,6 +53,9 @@ int main(int argc, char** argv) {
     const half_t* rout = reinterpret_cast<const half_t*>(part(2 * OC));
     const float* s_out = has_s_out ? reinterpret_cast<const float*>(part(4 * OC)) : nullptr;
     const float* bias = has_bias ? reinterpret_cast<const float*>(part(4 * OC)) : nullptr;
+    const int xh_bytes = h[14];                 // xh = 1: the prep kernel's A operand and exponents follow
+    const half_t* xh = xh_bytes ? reinterpret_cast<const half_t*>(part(xh_bytes)) : nullptr;
+    const int* xh_exp = xh_bytes ? reinterpret_cast<const int*>(part(4 * M)) : nullptr;
     // every byte of shared memory starts as garbage, as on a GPU: what the kernel reads before it
     // writes shows up as a wrong result
     if (smem_bytes > (int)sizeof(smem)) { std::fprintf(stderr, "%d bytes of shared memory\n", smem_bytes); return 2; }
@@ -60,11 +64,11 @@ int main(int argc, char** argv) {
     std::vector<u16> y((size_t)M * OC, 0xFFFF);
     std::vector<float> ws((size_t)S * M * OC, -1.f);
     std::vector<int> counters(OC / 128, 0);
-    escha::host::launch(OC / 128, S, THREADS, [&] {
+    escha::host::launch(OC / 128, S, ESCHA_THREADS, [&] {
         ESCHA_KERNEL(reinterpret_cast<const in_t*>(x), IC, reinterpret_cast<out_t*>(y.data()), OC, code,
                      rin, s_in, rout, s_out, bias, M, IC, OC, IC / S, in_valid, out_valid,
                      S > 1 ? ws.data() : nullptr, S > 1 ? counters.data() : nullptr, off_tr, off_red, off_exp,
-                     nullptr, nullptr, 1);
+                     xh, xh_exp, 1);
     });
     std::ofstream o(argv[2], std::ios::binary);
     o.write(reinterpret_cast<const char*>(y.data()), 2 * y.size());
