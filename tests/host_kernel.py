@@ -29,3 +29,16 @@ def build(spec: KernelSpec, extra: dict, harness: str, defines: Sequence[str] = 
     r = subprocess.run(cmd, capture_output=True, text=True, check=False)
     assert r.returncode == 0, f"host build failed:\n{' '.join(cmd)}\n{r.stderr}"
     return out
+
+
+def scale_parts(w) -> list[bytes]:
+    """A layer's scales as the harnesses read them: fp16 rin [IC], (fp32 s_in [IC]), fp16 rout [OC],
+    (fp32 s_out [OC]); the optional ones only where the layer has them."""
+    import numpy as np
+    out = [w.rin.numpy().tobytes()]
+    if w.s_in is not None:
+        out.append(w.s_in.numpy().astype(np.float32).tobytes())
+    out.append(w.rout.numpy().tobytes())
+    if w.s_out is not None:
+        out.append(w.s_out.numpy().astype(np.float32).tobytes())
+    return out

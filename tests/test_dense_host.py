@@ -16,7 +16,7 @@ import torch
 from escha_jit import reference as R
 from escha_jit.kernels import dense
 from escha_jit.synth import random_layer
-from host_kernel import build
+from host_kernel import build, scale_parts
 
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
 
@@ -32,12 +32,7 @@ def run_host(w: R.LinearWeights, dt: str, layout: str, amax: bool = False) -> tu
     """(W as the kernel rounds it, the float its amax_bits ends at: max |W|, or 0 without amax)"""
     IC, OC = w.IC, w.OC
     parts = [np.array([IC, OC, w.s_in is not None, w.s_out is not None], np.int32).tobytes(),
-             w.code.numpy().tobytes(), w.rin.numpy().tobytes()]
-    if w.s_in is not None:
-        parts.append(w.s_in.numpy().astype(np.float32).tobytes())
-    parts.append(w.rout.numpy().tobytes())
-    if w.s_out is not None:
-        parts.append(w.s_out.numpy().astype(np.float32).tobytes())
+             w.code.numpy().tobytes(), *scale_parts(w)]
     with tempfile.TemporaryDirectory() as d:
         fin, fout = os.path.join(d, "in.bin"), os.path.join(d, "out.bin")
         with open(fin, "wb") as f:

@@ -29,7 +29,7 @@ from escha_jit import reference as R
 from escha_jit import reference_int8 as Q
 from escha_jit.kernels import fused, prep
 from escha_jit.synth import random_layer
-from host_kernel import build
+from host_kernel import build, scale_parts
 
 TORCH_DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
 ARCH = {"nvidia": "sm_90", "amd": "gfx1201"}
@@ -94,12 +94,7 @@ def run_host(layout: str, w: R.LinearWeights, x: torch.Tensor, dout: str, cfg: f
     hdr = [M, IC, OC, splits, w.logical_in, w.logical_out, w.s_in is not None, w.s_out is not None,
            w.bias is not None, lay.off_tr, lay.off_red, lay.off_exp, lay.total, 2, len(xh[0]) if xh else 0]
     parts = [np.array(hdr + [0] * (16 - len(hdr)), np.int32).tobytes(), xp.view(torch.int16).numpy().tobytes(),
-             w.code.numpy().tobytes(), w.rin.numpy().tobytes()]
-    if w.s_in is not None:
-        parts.append(w.s_in.numpy().astype(np.float32).tobytes())
-    parts.append(w.rout.numpy().tobytes())
-    if w.s_out is not None:
-        parts.append(w.s_out.numpy().astype(np.float32).tobytes())
+             w.code.numpy().tobytes(), *scale_parts(w)]
     if w.bias is not None:
         parts.append(w.bias.numpy().astype(np.float32).tobytes())
     if xh:

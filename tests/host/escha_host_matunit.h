@@ -248,63 +248,43 @@ inline int i8_acc_row(int lane, int i) { return 8 * (i >> 2) + 2 * (lane & 3) + 
 inline int i8_acc_col(int lane, int i) { return (lane >> 2) + 8 * ((i >> 1) & 1); }
 inline void load_x_i8(XFragI8& x, u32 addr0, u32 /*addr1*/) { std::memcpy(x.v[0], host::smem_base + addr0, 16); }
 
-// mma.m16n8k16 f16 x f16 -> f32 (PTX ISA fragment layouts, g = lane / 4, t = lane % 4): A register
-// q = (row g + 8 (q & 1), k 2t + 8 (q >> 1) + half), B b0 = (k 2t + half, column g), b1 = the same
-// at k + 8, D d[i] = (row g + 8 (i >> 1), column 2t + (i & 1)); products summed in fp32, k in order.
-inline void mma_16816(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
+// NVIDIA's mma.m16n8kK with E elements per 32-bit register (PTX ISA fragment layouts, g = lane / 4,
+// t = lane % 4): A register q = (row g + 8 (q & 1), k E t + 4 E (q >> 1) + e), B b0 = (k E t + e,
+// column g), b1 = the same at k + 4 E, D d[i] = (row g + 8 (i >> 1), column 2t + (i & 1)); element e
+// of a register is its bits 32/E * e.., read by a_elem / b_elem; products summed k in order.
+template <int E, typename T, typename FA, typename FB>
+inline void mma_n8(T (&d)[4], const u32 (&a)[4], u32 b0, u32 b1, FA a_elem, FB b_elem) {
+    constexpr int KK = 8 * E, BITS = 32 / E;
     host::Wave& w = host::wave();
     u32* mine = w.scratch[host::my_lane];
     for (int q = 0; q < 4; ++q) mine[q] = a[q];
     mine[4] = b0;
     mine[5] = b1;
     w.bar->arrive_and_wait();
-    float A[16][16], B[16][8];
+    T A[16][KK], B[KK][8];
     for (int l = 0; l < 32; ++l) {
         const int g = l >> 2, t = l & 3;
-        for (int q = 0; q < 4; ++q)
-            for (int h = 0; h < 2; ++h)
-                A[g + 8 * (q & 1)][2 * t + 8 * (q >> 1) + h] = half_bits_to_float(w.scratch[l][q] >> (16 * h));
-        for (int h = 0; h < 2; ++h) {
-            B[2 * t + h][g] = half_bits_to_float(w.scratch[l][4] >> (16 * h));
-            B[2 * t + 8 + h][g] = half_bits_to_float(w.scratch[l][5] >> (16 * h));
+        for (int e = 0; e < E; ++e) {
+            for (int q = 0; q < 4; ++q) A[g + 8 * (q & 1)][E * t + 4 * E * (q >> 1) + e] = a_elem(w.scratch[l][q] >> (BITS * e));
+            B[E * t + e][g] = b_elem(w.scratch[l][4] >> (BITS * e));
+            B[E * t + 4 * E + e][g] = b_elem(w.scratch[l][5] >> (BITS * e));
         }
     }
     w.bar->arrive_and_wait();
     const int g = host::my_lane >> 2, t = host::my_lane & 3;
     for (int i = 0; i < 4; ++i) {
         const int r = g + 8 * (i >> 1), c = 2 * t + (i & 1);
-        float s = d[i];
-        for (int k = 0; k < 16; ++k) s += A[r][k] * B[k][c];
+        T s = d[i];
+        for (int k = 0; k < KK; ++k) s += A[r][k] * B[k][c];
         d[i] = s;
     }
 }
-
-// mma.m16n8k32 u8 x s8 -> s32 (PTX ISA fragment layouts): A register q = (row g + 8 (q & 1), k 4t +
-// 16 (q >> 1) + byte), B b0 = (k 4t + byte, column g), b1 = the same at k + 16, D as mma_16816;
-// exact integer sums.
+// mma.m16n8k16 f16 x f16 -> f32, and mma.m16n8k32 u8 x s8 -> s32 (exact integer sums)
+inline void mma_16816(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
+    mma_n8<2>(d, a, b0, b1, half_bits_to_float, half_bits_to_float);
+}
 inline void mma_16832_u8s8(int (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
-    host::Wave& w = host::wave();
-    u32* mine = w.scratch[host::my_lane];
-    for (int q = 0; q < 4; ++q) mine[q] = a[q];
-    mine[4] = b0;
-    mine[5] = b1;
-    w.bar->arrive_and_wait();
-    int A[16][32], B[32][8];
-    for (int l = 0; l < 32; ++l) {
-        const int g = l >> 2, t = l & 3;
-        for (int q = 0; q < 4; ++q)
-            for (int e = 0; e < 4; ++e) A[g + 8 * (q & 1)][4 * t + 16 * (q >> 1) + e] = (w.scratch[l][q] >> (8 * e)) & 0xFF;
-        for (int e = 0; e < 4; ++e) {
-            B[4 * t + e][g] = (signed char)(w.scratch[l][4] >> (8 * e));
-            B[4 * t + 16 + e][g] = (signed char)(w.scratch[l][5] >> (8 * e));
-        }
-    }
-    w.bar->arrive_and_wait();
-    const int g = host::my_lane >> 2, t = host::my_lane & 3;
-    for (int i = 0; i < 4; ++i) {
-        const int r = g + 8 * (i >> 1), c = 2 * t + (i & 1);
-        for (int k = 0; k < 32; ++k) d[i] += A[r][k] * B[k][c];
-    }
+    mma_n8<4>(d, a, b0, b1, [](u32 v) { return (int)(v & 0xFF); }, [](u32 v) { return (int)(signed char)v; });
 }
 
 // matunit_mma.h's relabelling of a tile's 8 words (two-half words or hashes) into two instructions
