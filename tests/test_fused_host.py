@@ -11,9 +11,13 @@ self-resetting counters, K slices (16 waves), two m tiles, ragged input / output
 NVIDIA's word routes for M <= 8: the swapped fp16 route (the weights' two-half words against the
 tokens' {x, x} words, mul1's per-block sums of x) and the opt-in int8 route (its quantizing
 prologue, hash bytes on the integer unit or, at M = 1, the dot unit; also in gfx12's layouts, with
-its iu8 WMMA), and the prep kernel's A operand (xh = 1: tests/host/prep_host.cpp runs the prep
-kernel first, its rows split over blocks that agree on each row's exponent). Not covered here:
-clusters and sm_90's mbarriers and bulk copies. The GPU tests (tests/test_gpu_kernels.py) run the
+its iu8 WMMA), the prep kernel's A operand (xh = 1: tests/host/prep_host.cpp runs the prep
+kernel first, its rows split over blocks that agree on each row's exponent), and with sm_90's
+clusters, mbarriers, st.async and bulk copies emulated ("sm90"): the cluster prologue (the blocks of
+a cluster run together, exchanging their rows and overflow flags) and xh = 1 in chunks. Not covered
+here: the ordering of real asynchronous copies (the host's complete at once), races between the
+blocks of different clusters (they run one after another), the real units' accumulation order. The
+GPU tests (tests/test_gpu_kernels.py) run the
 same kernels on the device, with the vendor's real matrix unit and asynchronous copies; this file
 is what CI can run of them."""
 import functools
@@ -32,7 +36,11 @@ from escha_jit.synth import random_layer
 from host_kernel import build, scale_parts
 
 TORCH_DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
-ARCH = {"nvidia": "sm_90", "amd": "gfx1201"}
+ARCH = {"nvidia": "sm_90", "sm90": "sm_90", "amd": "gfx1201"}
+# host builds: "nvidia" NVIDIA's lane layouts with gfx12's memory model (copies complete at once, no
+# clusters or mbarriers), "sm90" the same layouts with sm_90's clusters, mbarriers, st.async and bulk
+# copies emulated (the cluster prologue, xh = 1 in chunks), "amd" gfx12's lane layouts
+HOST_DEFINES = {"nvidia": [], "sm90": ["ESCHA_HOST_SM90"], "amd": ["ESCHA_HOST_AMD"]}
 TOL = {"f16": 1e-3, "bf16": 2.5e-3}     # relative RMS per row against float64, the GPU tests' bounds
 
 
@@ -41,14 +49,13 @@ def host_binary(layout: str, K: float, cb: str, din: str, dout: str, cfg: fused.
                 act_quant: str | None = None) -> str:
     spec = fused.spec_for(ARCH[layout], K, cb, din, dout, cfg, act_quant)
     return build(spec, fused.render_extra(spec), "fused_host.cpp",
-                 [f"ESCHA_K2={round(2 * K)}", f"ESCHA_THREADS={32 * cfg.warps}",
-                  *(["ESCHA_HOST_AMD"] if layout == "amd" else [])])
+                 [f"ESCHA_K2={round(2 * K)}", f"ESCHA_THREADS={32 * cfg.warps}", *HOST_DEFINES[layout]])
 
 
 @functools.cache
 def prep_binary(layout: str, din: str, words: bool) -> str:
     spec = prep.spec_for(ARCH[layout], din, words)
-    return build(spec, prep.render_extra(spec), "prep_host.cpp", ["ESCHA_HOST_AMD"] if layout == "amd" else [])
+    return build(spec, prep.render_extra(spec), "prep_host.cpp", HOST_DEFINES[layout])
 
 
 def aligned_parts(parts: list) -> bytes:
@@ -82,9 +89,11 @@ def run_prep(layout: str, w: R.LinearWeights, x: torch.Tensor, words: bool, segm
 
 
 def run_host(layout: str, w: R.LinearWeights, x: torch.Tensor, dout: str, cfg: fused.FusedConfig,
-             splits: int, act_quant: str | None = None, segments: int = 1) -> tuple[torch.Tensor, np.ndarray]:
+             splits: int, act_quant: str | None = None, segments: int = 1,
+             x_chunks: int = 1) -> tuple[torch.Tensor, np.ndarray]:
     """(y [M, out_features] as the kernel wrote it, the split-K counters after the call); with
-    cfg.xh the prep kernel runs first (its rows split over ``segments`` blocks)"""
+    cfg.xh the prep kernel runs first (its rows split over ``segments`` blocks), and on "sm90" the
+    fused kernel takes its rows in ``x_chunks`` chunks"""
     M, IC, OC = x.shape[0], w.IC, w.OC
     din = {torch.float16: "f16", torch.bfloat16: "bf16"}[x.dtype]
     lay = fused.smem_layout(cfg, w.K, M, IC // splits, act_quant == "int8")
@@ -92,8 +101,9 @@ def run_host(layout: str, w: R.LinearWeights, x: torch.Tensor, dout: str, cfg: f
     xp[:, :x.shape[1]] = x
     xh = run_prep(layout, w, x, bool(cfg.swap), segments) if cfg.xh else None
     hdr = [M, IC, OC, splits, w.logical_in, w.logical_out, w.s_in is not None, w.s_out is not None,
-           w.bias is not None, lay.off_tr, lay.off_red, lay.off_exp, lay.total, 2, len(xh[0]) if xh else 0]
-    parts = [np.array(hdr + [0] * (16 - len(hdr)), np.int32).tobytes(), xp.view(torch.int16).numpy().tobytes(),
+           w.bias is not None, lay.off_tr, lay.off_red, lay.off_exp, lay.total, 2, len(xh[0]) if xh else 0,
+           x_chunks, cfg.cluster]
+    parts = [np.array(hdr + [0] * (20 - len(hdr)), np.int32).tobytes(), xp.view(torch.int16).numpy().tobytes(),
              w.code.numpy().tobytes(), *scale_parts(w)]
     if w.bias is not None:
         parts.append(w.bias.numpy().astype(np.float32).tobytes())
@@ -209,6 +219,45 @@ def test_fused_kernel_on_host_with_prep_kernel(layout, swap, M, segments, big_ro
     cfg = fused.FusedConfig(warps=8, m_tiles=1, rows_per_stage=4, stages=2, min_blocks=2, xh=1, swap=swap)
     check(layout, 3.0, "mul1" if swap else "mcg", "bf16", "bf16", cfg, 2, M, 1024, 256, big_rows=big_rows,
           seed=M, segments=segments)
+
+
+@pytest.mark.parametrize("K,cb,din,M,splits,swap", [
+    (2.0, "mcg", "f16", 1, 2, 0),
+    (4.0, "3inst", "bf16", 16, 1, 0),
+    (3.0, "mul1", "f16", 6, 2, 1),
+])
+def test_fused_kernel_on_host_sm90_paths(K, cb, din, M, splits, swap):
+    # the code paths sm_90 compiles: asynchronous copies (the output factors staged in the ring)
+    cfg = fused.FusedConfig(warps=8, m_tiles=1, rows_per_stage=4, stages=2, min_blocks=2, swap=swap)
+    check("sm90", K, cb, din, din, cfg, splits, M, 512, 256, bias=True, seed=M)
+
+
+@pytest.mark.parametrize("swap,M,x_chunks,big_rows", [(0, 16, 3, ()), (0, 5, 8, (2,)), (1, 7, 1, (0,))])
+def test_fused_kernel_on_host_sm90_xh_chunks(swap, M, x_chunks, big_rows):
+    # xh = 1 on sm_90: each row's K range arrives by bulk copies in chunks of whole steps, each
+    # completing on its own mbarrier; the main loop waits for a chunk at its first step
+    cfg = fused.FusedConfig(warps=8, m_tiles=1, rows_per_stage=4, stages=2, min_blocks=2, xh=1, swap=swap)
+    w = random_layer(1024, 256, 3.0, "mul1", seed=M)
+    x = torch.randn(M, 1024, generator=torch.Generator().manual_seed(M))
+    for r in big_rows:
+        x[r] *= 3e5
+    x = x.to(torch.bfloat16)
+    y, counters = run_host("sm90", w, x, "bf16", cfg, 2, segments=2, x_chunks=x_chunks)
+    ref = R.forward(x, w, torch.float64, compute_dtype=torch.float64)
+    assert float(((y.double() - ref).norm(dim=1) / ref.norm(dim=1)).max()) < TOL["bf16"]
+    assert (counters == 0).all()
+
+
+@pytest.mark.parametrize("cluster,warps,M,splits,OC,big_rows", [
+    (2, 8, 9, 1, 256, ()),
+    (2, 16, 16, 2, 256, ()),
+    (4, 16, 12, 1, 512, (5,)),        # a block of the cluster overflows: every block redoes it alone
+])
+def test_fused_cluster_prologue_on_host(cluster, warps, M, splits, OC, big_rows):
+    # clusters of column groups split the in-kernel prologue's rotation: each block sends its rows
+    # into the others' shared memory by st.async, completing on their exchange mbarriers
+    cfg = fused.FusedConfig(warps=warps, m_tiles=1, rows_per_stage=4, stages=2, min_blocks=1, cluster=cluster)
+    check("sm90", 2.0, "mcg", "bf16", "bf16", cfg, splits, M, 1024, OC, big_rows=big_rows, seed=M + cluster)
 
 
 def test_fused_kernel_on_host_ragged_widths():

@@ -1,9 +1,10 @@
 // Host (g++) stand-in for the part of the platform API that whole kernels use beyond the matrix
-// unit and the shuffles (tests/host/fused_host.cpp): shared memory by 32-bit address, the trellis
-// ring's "async" copies (synchronous, as on gfx12), split-K publication and its atomic, and the
-// launch-side no-ops (dependent launch, L2 prefetch, clusters of one block). Its semantics are
-// platform_hip.h's, so a kernel takes the code paths it takes on an AMD GPU where it asks
-// HAS_ASYNC_COPY / HAS_CLUSTERS. Include it after escha_host_block.h. Not shipped.
+// unit and the shuffles (tests/host/fused_host.cpp, prep_host.cpp): shared memory by 32-bit
+// address, the trellis ring's "async" copies (complete at once), split-K publication and its
+// atomic, the launch-side no-ops (dependent launch, L2 prefetch), and with -DESCHA_HOST_SM90 sm_90's
+// clusters, mbarriers, st.async and bulk copies; without it a kernel takes the code paths it takes
+// on an AMD GPU where it asks HAS_ASYNC_COPY / HAS_CLUSTERS. Include it after escha_host_block.h.
+// Not shipped.
 #pragma once
 #include <algorithm>
 #include <atomic>
@@ -14,18 +15,29 @@ using std::min;
 namespace escha {
 struct alignas(16) u32v4 { u32 x, y, z, w; };
 
-// A shared-memory address is the byte offset into the block's allocation, as an LDS address is.
+// Shared-memory addresses: the byte offset into this block's allocation, as an LDS address is;
+// with the cluster window (cluster_map) the target block's rank + 1 in the top byte.
+inline unsigned char* smem_ptr(u32 saddr) {
+    const u32 rank1 = saddr >> 24;
+    return (rank1 ? host::cluster_blocks[rank1 - 1]->smem.data() : host::smem_base) + (saddr & 0xFFFFFFu);
+}
 inline u32 smem_addr(const void* p) {
     return (u32)(reinterpret_cast<const unsigned char*>(p) - host::smem_base);
 }
-inline u32 lds32(u32 saddr) { u32 v; std::memcpy(&v, host::smem_base + saddr, 4); return v; }
-inline u32v4 lds128(u32 saddr) { u32v4 v; std::memcpy(&v, host::smem_base + saddr, 16); return v; }
-inline void sts128(u32 saddr, u32v4 v) { std::memcpy(host::smem_base + saddr, &v, 16); }
+inline u32 lds32(u32 saddr) { u32 v; std::memcpy(&v, smem_ptr(saddr), 4); return v; }
+inline u32v4 lds128(u32 saddr) { u32v4 v; std::memcpy(&v, smem_ptr(saddr), 16); return v; }
+inline void sts128(u32 saddr, u32v4 v) { std::memcpy(smem_ptr(saddr), &v, 16); }
 
-// Copies complete at once and are visible to the wave (gfx12's synchronous copy)
+// Copies complete at once and are visible to the wave (gfx12's synchronous copy); with
+// ESCHA_HOST_SM90 the kernel takes sm_90's code paths for them (staged output factors), which the
+// same immediate copies serve.
+#if defined(ESCHA_HOST_SM90)
+constexpr bool HAS_ASYNC_COPY = true;
+#else
 constexpr bool HAS_ASYNC_COPY = false;
-inline void async_copy16(u32 saddr, const void* gmem) { std::memcpy(host::smem_base + saddr, gmem, 16); }
-inline void async_copy4(u32 saddr, const void* gmem) { std::memcpy(host::smem_base + saddr, gmem, 4); }
+#endif
+inline void async_copy16(u32 saddr, const void* gmem) { std::memcpy(smem_ptr(saddr), gmem, 16); }
+inline void async_copy4(u32 saddr, const void* gmem) { std::memcpy(smem_ptr(saddr), gmem, 4); }
 inline void async_commit() {}
 template <int N>
 inline void async_wait() {}
@@ -35,9 +47,55 @@ inline void grid_dependents_launch() {}
 template <typename T>
 inline T* opaque_ptr(T* p) { return p; }
 
+#if defined(ESCHA_HOST_SM90)
+// ---- sm_90's thread block clusters and mbarriers (platform_cuda.h), for the fused kernel's cluster
+// prologue and its A operand in chunks. The blocks of a cluster run together (escha_host_block.h).
+constexpr bool HAS_CLUSTERS = true;
+inline u32 cluster_rank() { return host::cluster_ctarank; }
+inline void cluster_barrier_after_init() { host::cluster_bar->arrive_and_wait(); }
+inline u32 cluster_map(u32 saddr, u32 rank) { return (saddr & 0xFFFFFFu) | ((rank + 1) << 24); }
+
+// An mbarrier in its 8 bytes of shared memory: arrivals still expected this phase (bits 0-15),
+// the count it was initialised with (16-31), transaction bytes still expected (32-62, signed: bytes
+// may complete before they are announced) and the phase parity (63). A phase completes when both
+// the arrivals and the bytes are in; the next one starts with the full count again.
+namespace host {
+inline void mbar_update(u32 bar, int arrivals, int tx) {
+    std::atomic_ref<u64> a(*reinterpret_cast<u64*>(smem_ptr(bar)));
+    u64 old = a.load(), next;
+    do {
+        const u32 pending = (u32)(old & 0xFFFFu) - (u32)arrivals, count = (u32)(old >> 16) & 0xFFFFu;
+        const int bytes = (int)((u32)(old >> 31) & 0xFFFFFFFEu) / 2 + tx;      // bits 32-62, sign-extended
+        const u64 phase = old >> 63;
+        if (pending == 0 && bytes == 0)
+            next = ((phase ^ 1) << 63) | ((u64)count << 16) | count;
+        else
+            next = (phase << 63) | ((u64)((u32)bytes & 0x7FFFFFFFu) << 32) | ((u64)count << 16) | (pending & 0xFFFFu);
+    } while (!a.compare_exchange_weak(old, next));
+}
+}  // namespace host
+inline void mbar_init(u32 bar, u32 count) {
+    std::atomic_ref<u64>(*reinterpret_cast<u64*>(smem_ptr(bar))).store(((u64)count << 16) | count);
+}
+inline void fence_mbar_init() {}
+inline void mbar_arrive(u32 bar) { host::mbar_update(bar, 1, 0); }
+inline void mbar_arrive_expect_tx(u32 bar, u32 bytes) { host::mbar_update(bar, 1, (int)bytes); }
+inline void mbar_wait(u32 bar, u32 parity) {
+    std::atomic_ref<u64> a(*reinterpret_cast<u64*>(smem_ptr(bar)));
+    while ((a.load() >> 63) == parity) std::this_thread::yield();
+}
+// the data, then its bytes completed on the (possibly remote) mbarrier
+inline void st_async_u32(u32 caddr, u32 v, u32 cbar) { std::memcpy(smem_ptr(caddr), &v, 4); host::mbar_update(cbar, 0, -4); }
+inline void st_async_u64(u32 caddr, u64 v, u32 cbar) { std::memcpy(smem_ptr(caddr), &v, 8); host::mbar_update(cbar, 0, -8); }
+inline void bulk_copy_to_shared(u32 dst, const void* src, u32 bytes, u32 bar) {
+    std::memcpy(smem_ptr(dst), src, bytes);
+    host::mbar_update(bar, 0, -(int)bytes);
+}
+#else
 constexpr bool HAS_CLUSTERS = false;
 inline u32 cluster_rank() { return 0; }
 inline void cluster_barrier_after_init() {}
+#endif
 
 // Split-K: the counter is a real atomic (a block's threads run concurrently); the blocks of the
 // grid run one after another, so the last to count sees every partial.

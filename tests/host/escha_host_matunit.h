@@ -22,11 +22,11 @@ struct Wave {
     std::barrier<>* bar = nullptr;
     u32 scratch[32][8] = {};                 // per lane: what it shows the other lanes
 };
-inline Wave* waves = nullptr;                // the block's waves (set by the driver)
+inline thread_local Wave* waves = nullptr;   // this thread's block's waves (set by the driver)
 inline thread_local int my_lane = 0, my_wave = 0;
-// The block's dynamic shared memory, which shared-memory addresses (u32) are offsets into (kernels that
-// take them: tests/host/escha_host_kernel_api.h; blocks run one after another, one buffer serves all)
-inline unsigned char* smem_base = nullptr;
+// This thread's block's dynamic shared memory, which shared-memory addresses (u32) are offsets into
+// (tests/host/escha_host_kernel_api.h; set by the driver, escha_host_block.h)
+inline thread_local unsigned char* smem_base = nullptr;
 inline Wave& wave() { return waves[my_wave]; }
 
 }  // namespace host

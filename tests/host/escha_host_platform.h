@@ -13,6 +13,8 @@
 #define ESCHA_GLOBAL extern "C"
 #define ESCHA_WAVE 32
 #define ESCHA_ALIGN(n) alignas(n)
+// The kernel's dynamic shared memory: its block's buffer (escha_host_block.h)
+#define ESCHA_DYNAMIC_SHARED(T, name) T* const name = reinterpret_cast<T*>(escha::host::smem_base)
 
 typedef unsigned int u32;
 typedef int i32;

@@ -7,7 +7,8 @@
 // ESCHA_THREADS: the block's threads (32 x waves).
 //
 // usage: fused_host IN OUT  with IN = int32 {M, IC, OC, S, in_valid, out_valid, has_s_in,
-// has_s_out, has_bias, off_tr, off_red, off_exp, smem_bytes, in_bytes, xh_bytes} in 64 bytes, then
+// has_s_out, has_bias, off_tr, off_red, off_exp, smem_bytes, in_bytes, xh_bytes, x_chunks, cluster}
+// in 80 bytes (cluster: blocks of one thread block cluster along x, run together), then
 // each part from a multiple of 16 bytes: x [M][IC] (in_bytes per value), int16 code
 // [IC/16, OC/16, 16K], fp16 rin [IC], (fp32 s_in [IC]), fp16 rout [OC], (fp32 s_out [OC]), (fp32
 // bias [OC]), and with xh_bytes > 0 the prep kernel's output (tests/host/prep_host.cpp): xh
@@ -23,12 +24,7 @@
 #include "escha_host_block.h"
 #include "escha_host_kernel_api.h"
 
-#define __shared__
-#undef ESCHA_ALIGN            // alignas cannot sit inside `extern __shared__ ... smem[]` in host C++
-#define ESCHA_ALIGN(n)
 #include ESCHA_KERNEL_SOURCE
-
-alignas(16) unsigned char smem[256 * 1024];   // the kernel's `extern __shared__ unsigned char smem[]`
 
 int main(int argc, char** argv) {
     if (argc != 3) { std::fprintf(stderr, "usage: fused_host IN OUT\n"); return 2; }
@@ -43,7 +39,7 @@ int main(int argc, char** argv) {
     const int M = h[0], IC = h[1], OC = h[2], S = h[3], in_valid = h[4], out_valid = h[5];
     const int has_s_in = h[6], has_s_out = h[7], has_bias = h[8], off_tr = h[9], off_red = h[10], off_exp = h[11];
     const int smem_bytes = h[12], in_bytes = h[13];
-    const char* p = in + 64;
+    const char* p = in + 80;
     auto part = [&](size_t n) { const char* q = p; p += (n + 15) / 16 * 16; return q; };
     const char* x = part((size_t)M * IC * in_bytes);
     const size_t code_words = (size_t)(IC / 16) * (OC / 16) * 8 * ESCHA_K2;
@@ -53,14 +49,12 @@ int main(int argc, char** argv) {
     const half_t* rout = reinterpret_cast<const half_t*>(part(2 * OC));
     const float* s_out = has_s_out ? reinterpret_cast<const float*>(part(4 * OC)) : nullptr;
     const float* bias = has_bias ? reinterpret_cast<const float*>(part(4 * OC)) : nullptr;
+    const int x_chunks = std::max(1, h[15]), cluster = std::max(1, h[16]);   // xh chunks (sm_90), cluster size
     const int xh_bytes = h[14];                 // xh = 1: the prep kernel's A operand and exponents follow
     const half_t* xh = xh_bytes ? reinterpret_cast<const half_t*>(part(xh_bytes)) : nullptr;
     const int* xh_exp = xh_bytes ? reinterpret_cast<const int*>(part(4 * M)) : nullptr;
     // every byte of shared memory starts as garbage, as on a GPU: what the kernel reads before it
     // writes shows up as a wrong result
-    if (smem_bytes > (int)sizeof(smem)) { std::fprintf(stderr, "%d bytes of shared memory\n", smem_bytes); return 2; }
-    std::memset(smem, 0xA5, sizeof(smem));
-    escha::host::smem_base = smem;
     std::vector<u16> y((size_t)M * OC, 0xFFFF);
     std::vector<float> ws((size_t)S * M * OC, -1.f);
     std::vector<int> counters(OC / 128, 0);
@@ -68,8 +62,8 @@ int main(int argc, char** argv) {
         ESCHA_KERNEL(reinterpret_cast<const in_t*>(x), IC, reinterpret_cast<out_t*>(y.data()), OC, code,
                      rin, s_in, rout, s_out, bias, M, IC, OC, IC / S, in_valid, out_valid,
                      S > 1 ? ws.data() : nullptr, S > 1 ? counters.data() : nullptr, off_tr, off_red, off_exp,
-                     xh, xh_exp, 1);
-    });
+                     xh, xh_exp, x_chunks);
+    }, (size_t)smem_bytes + 16, cluster);
     std::ofstream o(argv[2], std::ios::binary);
     o.write(reinterpret_cast<const char*>(y.data()), 2 * y.size());
     o.write(reinterpret_cast<const char*>(counters.data()), 4 * counters.size());

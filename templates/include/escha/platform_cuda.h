@@ -7,6 +7,8 @@
 #define ESCHA_GLOBAL extern "C" __global__
 #define ESCHA_WAVE 32
 #define ESCHA_ALIGN(n) __align__(n)
+// The kernel's dynamic shared memory as `T name[]` (16-byte aligned)
+#define ESCHA_DYNAMIC_SHARED(T, name) extern __shared__ ESCHA_ALIGN(16) T name[]
 
 typedef unsigned int u32;
 typedef int i32;
