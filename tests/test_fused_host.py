@@ -13,10 +13,11 @@ tokens' {x, x} words, mul1's per-block sums of x) and the opt-in int8 route (its
 prologue, hash bytes on the integer unit or, at M = 1, the dot unit; also in gfx12's layouts, with
 its iu8 WMMA), the prep kernel's A operand (xh = 1: tests/host/prep_host.cpp runs the prep
 kernel first, its rows split over blocks that agree on each row's exponent), and with sm_90's
-clusters, mbarriers, st.async and bulk copies emulated ("sm90"): the cluster prologue (the blocks of
-a cluster run together, exchanging their rows and overflow flags) and xh = 1 in chunks. Not covered
-here: the ordering of real asynchronous copies (the host's complete at once), races between the
-blocks of different clusters (they run one after another), the real units' accumulation order. The
+cp.async groups (copies land at their wait), clusters, mbarriers, st.async and bulk copies emulated
+("sm90"): the ring's wait discipline, the cluster prologue (the blocks of a cluster run together,
+exchanging their rows and overflow flags) and xh = 1 in chunks. Not covered here: the memory model
+beyond cp.async's groups, races between the blocks of different clusters (they run one after
+another), the real units' accumulation order. The
 GPU tests (tests/test_gpu_kernels.py) run the
 same kernels on the device, with the vendor's real matrix unit and asynchronous copies; this file
 is what CI can run of them."""

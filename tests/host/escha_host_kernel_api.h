@@ -8,6 +8,8 @@
 #pragma once
 #include <algorithm>
 #include <atomic>
+#include <thread>
+#include <vector>
 
 using std::max;
 using std::min;
@@ -28,19 +30,38 @@ inline u32 lds32(u32 saddr) { u32 v; std::memcpy(&v, smem_ptr(saddr), 4); return
 inline u32v4 lds128(u32 saddr) { u32v4 v; std::memcpy(&v, smem_ptr(saddr), 16); return v; }
 inline void sts128(u32 saddr, u32v4 v) { std::memcpy(smem_ptr(saddr), &v, 16); }
 
-// Copies complete at once and are visible to the wave (gfx12's synchronous copy); with
-// ESCHA_HOST_SM90 the kernel takes sm_90's code paths for them (staged output factors), which the
-// same immediate copies serve.
 #if defined(ESCHA_HOST_SM90)
+// cp.async as sm_90 runs it: a thread's copies land when it waits for their commit group
+// (cp.async.wait_group N: all but its N newest groups), not before, so a kernel that reads a ring
+// slot before waiting for it, or skips the barrier after the wait, reads the slot's old bytes here.
 constexpr bool HAS_ASYNC_COPY = true;
+namespace host {
+struct PendingCopy { unsigned char* dst; const void* src; int bytes; };
+inline thread_local std::vector<PendingCopy> copies_open;                  // not committed yet
+inline thread_local std::vector<std::vector<PendingCopy>> copy_groups;     // committed, oldest first
+}  // namespace host
+inline void async_copy16(u32 saddr, const void* gmem) { host::copies_open.push_back({smem_ptr(saddr), gmem, 16}); }
+inline void async_copy4(u32 saddr, const void* gmem) { host::copies_open.push_back({smem_ptr(saddr), gmem, 4}); }
+inline void async_commit() {
+    host::copy_groups.push_back(std::move(host::copies_open));
+    host::copies_open.clear();
+}
+template <int N>
+inline void async_wait() {
+    while (host::copy_groups.size() > (size_t)N) {
+        for (const auto& c : host::copy_groups.front()) std::memcpy(c.dst, c.src, c.bytes);
+        host::copy_groups.erase(host::copy_groups.begin());
+    }
+}
 #else
+// Copies complete at once and are visible to the wave (gfx12's synchronous copy).
 constexpr bool HAS_ASYNC_COPY = false;
-#endif
 inline void async_copy16(u32 saddr, const void* gmem) { std::memcpy(smem_ptr(saddr), gmem, 16); }
 inline void async_copy4(u32 saddr, const void* gmem) { std::memcpy(smem_ptr(saddr), gmem, 4); }
 inline void async_commit() {}
 template <int N>
 inline void async_wait() {}
+#endif
 
 inline void grid_dependency_wait() {}
 inline void grid_dependents_launch() {}
