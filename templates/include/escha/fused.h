@@ -44,6 +44,8 @@
 #endif
 // The fp16 route's A operand from the prep kernel (XH) in chunks, each completing on an mbarrier,
 // so that the main loop starts on the first chunk (sm_90: bulk copies; else one copy and a barrier).
+// ESCHA_HOST_SM90: the CPU tests' emulation of sm_90 (tests/host/escha_host_kernel_api.h) takes
+// these paths and the cluster exchange's too.
 #if (defined(ESCHA_NVIDIA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900) || defined(ESCHA_HOST_SM90)
 #define ESCHA_XH_CHUNKS 1
 #else
