@@ -42,3 +42,9 @@ def scale_parts(w) -> list[bytes]:
     if w.s_out is not None:
         out.append(w.s_out.numpy().astype(np.float32).tobytes())
     return out
+
+
+def aligned_parts(parts: list) -> bytes:
+    """The input file of the fused, prep, Hadamard and reconstruct harnesses: each part from a
+    multiple of 16 bytes (their vector loads need it)."""
+    return b"".join(q + bytes(-len(q) % 16) for q in parts)

@@ -34,7 +34,7 @@ from escha_jit import reference as R
 from escha_jit import reference_int8 as Q
 from escha_jit.kernels import fused, prep
 from escha_jit.synth import random_layer
-from host_kernel import build, scale_parts
+from host_kernel import aligned_parts, build, scale_parts
 
 TORCH_DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
 ARCH = {"nvidia": "sm_90", "sm90": "sm_90", "amd": "gfx1201"}
@@ -57,11 +57,6 @@ def host_binary(layout: str, K: float, cb: str, din: str, dout: str, cfg: fused.
 def prep_binary(layout: str, din: str, words: bool) -> str:
     spec = prep.spec_for(ARCH[layout], din, words)
     return build(spec, prep.render_extra(spec), "prep_host.cpp", HOST_DEFINES[layout])
-
-
-def aligned_parts(parts: list) -> bytes:
-    """The harnesses' input: each part from a multiple of 16 bytes."""
-    return b"".join(q + bytes(-len(q) % 16) for q in parts)
 
 
 def run_prep(layout: str, w: R.LinearWeights, x: torch.Tensor, words: bool, segments: int) -> tuple[bytes, np.ndarray]:
