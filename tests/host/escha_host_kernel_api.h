@@ -1,10 +1,11 @@
 // Host (g++) stand-in for the part of the platform API that whole kernels use beyond the matrix
-// unit and the shuffles (tests/host/fused_host.cpp, prep_host.cpp): shared memory by 32-bit
-// address, the trellis ring's "async" copies (complete at once), split-K publication and its
-// atomic, the launch-side no-ops (dependent launch, L2 prefetch), and with -DESCHA_HOST_SM90 sm_90's
-// clusters, mbarriers, st.async and bulk copies; without it a kernel takes the code paths it takes
-// on an AMD GPU where it asks HAS_ASYNC_COPY / HAS_CLUSTERS. Include it after escha_host_block.h.
-// Not shipped.
+// unit and the shuffles (tests/host/fused_host.cpp, prep_host.cpp, hadamard_host.cpp,
+// reconstruct_host.cpp): shared memory by 32-bit address, the trellis ring's copies, split-K
+// publication and its atomic, the launch-side no-ops (dependent launch, L2 prefetch). By default
+// copies complete at once and a kernel takes the code paths it takes on an AMD GPU where it asks
+// HAS_ASYNC_COPY / HAS_CLUSTERS; with -DESCHA_HOST_SM90 it takes sm_90's: cp.async copies land at
+// their commit group's wait, and clusters, mbarriers, st.async and bulk copies are emulated.
+// Include it after escha_host_block.h. Not shipped.
 #pragma once
 #include <algorithm>
 #include <atomic>
