@@ -36,6 +36,14 @@ def golden_trellis(seed: int, IC: int, OC: int, K: float) -> torch.Tensor:
     return torch.from_numpy(trellis_from_seed(seed, IC, OC, K).copy())
 
 
+def ulps(a: torch.Tensor, b: torch.Tensor) -> int:
+    """Largest distance in units in the last place between two fp16 / bf16 tensors."""
+    def mono(t):
+        i = t.view(torch.int16).to(torch.int32)
+        return torch.where(i < 0, -(i & 0x7FFF), i)
+    return int((mono(a) - mono(b)).abs().max())
+
+
 def rel_rms(a: torch.Tensor, b: torch.Tensor) -> float:
     a, b = a.double().cpu(), b.double().cpu()
     return float((a - b).norm() / b.norm())

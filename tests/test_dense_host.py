@@ -16,6 +16,7 @@ import torch
 from escha_jit import reference as R
 from escha_jit.kernels import dense
 from escha_jit.synth import random_layer
+from conftest import ulps
 from host_kernel import build, scale_parts
 
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
@@ -41,14 +42,6 @@ def run_host(w: R.LinearWeights, dt: str, layout: str, amax: bool = False) -> tu
         raw = np.fromfile(fout, np.uint8)
     bits = raw[:2 * IC * OC].view(np.int16).reshape(IC, OC)
     return torch.from_numpy(bits.copy()).view(DTYPES[dt]), float(raw[2 * IC * OC:].view(np.float32)[0])
-
-
-def ulps(a: torch.Tensor, b: torch.Tensor) -> int:
-    """Largest distance in units in the last place between two fp16 / bf16 tensors."""
-    def mono(t):
-        i = t.view(torch.int16).to(torch.int32)
-        return torch.where(i < 0, -(i & 0x7FFF), i)
-    return int((mono(a) - mono(b)).abs().max())
 
 
 @pytest.mark.parametrize("K,cb,IC,OC,escha,dt", [

@@ -59,17 +59,22 @@ def prep_binary(layout: str, din: str, words: bool) -> str:
     return build(spec, prep.render_extra(spec), "prep_host.cpp", HOST_DEFINES[layout])
 
 
+def padded(x: torch.Tensor, IC: int) -> torch.Tensor:
+    """x [M, in_features] zero-filled to the layer's IC columns, as the harnesses read it"""
+    xp = torch.zeros(x.shape[0], IC, dtype=x.dtype)
+    xp[:, :x.shape[1]] = x
+    return xp
+
+
 def run_prep(layout: str, w: R.LinearWeights, x: torch.Tensor, words: bool, segments: int) -> tuple[bytes, np.ndarray]:
     """(the prep kernel's xh buffer, xh_exp [M]); asserts its per-row counters are back at zero"""
     M, IC = x.shape[0], w.IC
     nkb = IC // 128
     seg_blocks = -(-nkb // segments)
     out_bytes = 4 * prep.buffer_words(M, IC) if words else 2 * M * IC
-    xp = torch.zeros(M, IC, dtype=x.dtype)
-    xp[:, :x.shape[1]] = x
     hdr = [M, IC, w.logical_in, -(-nkb // seg_blocks), seg_blocks, prep.threads_for(M), w.s_in is not None, 2, out_bytes]
-    parts = [np.array(hdr + [0] * (16 - len(hdr)), np.int32).tobytes(), xp.view(torch.int16).numpy().tobytes(),
-             w.rin.numpy().tobytes()]
+    parts = [np.array(hdr + [0] * (16 - len(hdr)), np.int32).tobytes(),
+             padded(x, IC).view(torch.int16).numpy().tobytes(), w.rin.numpy().tobytes()]
     if w.s_in is not None:
         parts.append(w.s_in.numpy().astype(np.float32).tobytes())
     din = {torch.float16: "f16", torch.bfloat16: "bf16"}[x.dtype]
@@ -93,14 +98,12 @@ def run_host(layout: str, w: R.LinearWeights, x: torch.Tensor, dout: str, cfg: f
     M, IC, OC = x.shape[0], w.IC, w.OC
     din = {torch.float16: "f16", torch.bfloat16: "bf16"}[x.dtype]
     lay = fused.smem_layout(cfg, w.K, M, IC // splits, act_quant == "int8")
-    xp = torch.zeros(M, IC, dtype=x.dtype)
-    xp[:, :x.shape[1]] = x
     xh = run_prep(layout, w, x, bool(cfg.swap), segments) if cfg.xh else None
     hdr = [M, IC, OC, splits, w.logical_in, w.logical_out, w.s_in is not None, w.s_out is not None,
            w.bias is not None, lay.off_tr, lay.off_red, lay.off_exp, lay.total, 2, len(xh[0]) if xh else 0,
            x_chunks, cfg.cluster]
-    parts = [np.array(hdr + [0] * (20 - len(hdr)), np.int32).tobytes(), xp.view(torch.int16).numpy().tobytes(),
-             w.code.numpy().tobytes(), *scale_parts(w)]
+    parts = [np.array(hdr + [0] * (20 - len(hdr)), np.int32).tobytes(),
+             padded(x, IC).view(torch.int16).numpy().tobytes(), w.code.numpy().tobytes(), *scale_parts(w)]
     if w.bias is not None:
         parts.append(w.bias.numpy().astype(np.float32).tobytes())
     if xh:
@@ -117,7 +120,7 @@ def run_host(layout: str, w: R.LinearWeights, x: torch.Tensor, dout: str, cfg: f
 
 
 def check(layout, K, cb, din, dout, cfg, splits, M, IC, OC, *, big_rows=(), escha=True, bias=False, seed=0,
-          segments=1):
+          segments=1, x_chunks=1):
     w = random_layer(IC, OC, K, cb, seed=seed, escha_scales=escha, bias=bias)
     g = torch.Generator().manual_seed(seed + 1)
     x = torch.randn(M, w.logical_in, generator=g)
@@ -125,7 +128,7 @@ def check(layout, K, cb, din, dout, cfg, splits, M, IC, OC, *, big_rows=(), esch
         x[r] *= 3e5
         x[r, :128] *= 16                    # the row's first 128-block needs the largest exponent
     x = x.to(TORCH_DTYPES[din])
-    y, counters = run_host(layout, w, x, dout, cfg, splits, segments=segments)
+    y, counters = run_host(layout, w, x, dout, cfg, splits, segments=segments, x_chunks=x_chunks)
     ref = R.forward(x, w, torch.float64, compute_dtype=torch.float64)
     assert torch.isfinite(y.float()).all()
     err = ((y.double() - ref).norm(dim=1) / ref.norm(dim=1))
@@ -233,15 +236,8 @@ def test_fused_kernel_on_host_sm90_xh_chunks(swap, M, x_chunks, big_rows):
     # xh = 1 on sm_90: each row's K range arrives by bulk copies in chunks of whole steps, each
     # completing on its own mbarrier; the main loop waits for a chunk at its first step
     cfg = fused.FusedConfig(warps=8, m_tiles=1, rows_per_stage=4, stages=2, min_blocks=2, xh=1, swap=swap)
-    w = random_layer(1024, 256, 3.0, "mul1", seed=M)
-    x = torch.randn(M, 1024, generator=torch.Generator().manual_seed(M))
-    for r in big_rows:
-        x[r] *= 3e5
-    x = x.to(torch.bfloat16)
-    y, counters = run_host("sm90", w, x, "bf16", cfg, 2, segments=2, x_chunks=x_chunks)
-    ref = R.forward(x, w, torch.float64, compute_dtype=torch.float64)
-    assert float(((y.double() - ref).norm(dim=1) / ref.norm(dim=1)).max()) < TOL["bf16"]
-    assert (counters == 0).all()
+    check("sm90", 3.0, "mul1", "bf16", "bf16", cfg, 2, M, 1024, 256, big_rows=big_rows, seed=M, segments=2,
+          x_chunks=x_chunks)
 
 
 @pytest.mark.parametrize("cluster,warps,M,splits,OC,big_rows", [

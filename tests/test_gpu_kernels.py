@@ -18,7 +18,7 @@ from escha_jit.ops.linear import linear, linear_unfused
 from escha_jit.ops.reconstruct import reconstruct
 from escha_jit.synth import random_layer
 from escha_jit.trellis import all_rate_codebooks, rate_name, tile_words
-from conftest import golden, gpu, parse_case, rel_rms
+from conftest import golden, gpu, parse_case, rel_rms, ulps
 
 pytestmark = gpu
 DEV = "cuda"
@@ -73,20 +73,13 @@ def test_reconstruct_bad_input():
 
 # ---------------------------------------------------------------- Hadamard
 
-def _ulps(a, b):
-    def mono(t):
-        i = t.view(torch.int16).to(torch.int32)
-        return torch.where(i < 0, -(i & 0x7FFF), i)
-    return int((mono(a) - mono(b)).abs().max())
-
-
 @pytest.mark.parametrize("variant", ["h_none", "h_pre", "h_post", "h_none_s2"])
 def test_hadamard_golden_fp16(variant):
     g, _ = golden("golden_had.safetensors")
     x, s = g["had.x16"].to(DEV), g["had.scale"].to(DEV)
     y = hadamard128(x, r_pre=s if variant == "h_pre" else None, r_post=s if variant == "h_post" else None,
                     out_scale=2.0 if variant == "h_none_s2" else 1.0)
-    assert _ulps(y.cpu(), g[f"had.{variant}"]) <= 1
+    assert ulps(y.cpu(), g[f"had.{variant}"]) <= 1
 
 
 @pytest.mark.parametrize("variant", ["f_pre", "f_post"])

@@ -14,7 +14,7 @@ import torch
 from escha_jit import reference as R
 from escha_jit.trellis import rate_name
 from escha_jit.kernels import hadamard, reconstruct
-from conftest import golden, rel_rms
+from conftest import golden, rel_rms, ulps
 from host_kernel import aligned_parts, build
 
 BYTES = {torch.float16: 2, torch.bfloat16: 2, torch.float32: 4}
@@ -44,13 +44,6 @@ def run_hadamard(x, r_pre=None, s_pre=None, r_post=None, s_post=None, out_scale=
         subprocess.run([hadamard_binary(NAMES[x.dtype], NAMES[out_dtype]), fin, fout], check=True, timeout=300)
         raw = np.fromfile(fout, np.uint8)
     return torch.from_numpy(raw.copy()).view(out_dtype).reshape(rows, n)
-
-
-def ulps(a: torch.Tensor, b: torch.Tensor) -> int:
-    def mono(t):
-        i = t.view(torch.int16).to(torch.int32)
-        return torch.where(i < 0, -(i & 0x7FFF), i)
-    return int((mono(a) - mono(b)).abs().max())
 
 
 @pytest.mark.parametrize("variant", ["h_none", "h_pre", "h_post", "h_none_s2"])

@@ -16,31 +16,24 @@
 // counters [OC/128] as int32 (zero again after a call).
 #include <cstdio>
 #include <fstream>
-#include <iterator>
 #include <vector>
 
 #include "escha_host_platform.h"
 #include "escha_host_matunit.h"
 #include "escha_host_block.h"
 #include "escha_host_kernel_api.h"
+#include "escha_host_io.h"
 
 #include ESCHA_KERNEL_SOURCE
 
 int main(int argc, char** argv) {
     if (argc != 3) { std::fprintf(stderr, "usage: fused_host IN OUT\n"); return 2; }
-    std::ifstream f(argv[1], std::ios::binary);
-    std::vector<char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    // 16-byte aligned, as the kernel's vector loads expect their arrays (each part of IN starts at a
-    // multiple of 16 bytes)
-    std::vector<escha::u32v4> store(bytes.size() / 16 + 1);
-    std::memcpy(store.data(), bytes.data(), bytes.size());
-    const char* in = reinterpret_cast<const char*>(store.data());
-    const int* h = reinterpret_cast<const int*>(in);
+    escha::host::InputFile in(argv[1], 80);
+    const int* h = in.header();
     const int M = h[0], IC = h[1], OC = h[2], S = h[3], in_valid = h[4], out_valid = h[5];
     const int has_s_in = h[6], has_s_out = h[7], has_bias = h[8], off_tr = h[9], off_red = h[10], off_exp = h[11];
     const int smem_bytes = h[12], in_bytes = h[13];
-    const char* p = in + 80;
-    auto part = [&](size_t n) { const char* q = p; p += (n + 15) / 16 * 16; return q; };
+    auto part = [&](size_t n) { return in.part(n); };
     const char* x = part((size_t)M * IC * in_bytes);
     const size_t code_words = (size_t)(IC / 16) * (OC / 16) * 8 * ESCHA_K2;
     const u16* code = reinterpret_cast<const u16*>(part(2 * code_words));

@@ -8,29 +8,24 @@
 // OUT = y [rows][n] (out_bytes per value).
 #include <cstdio>
 #include <fstream>
-#include <iterator>
 #include <vector>
 
 #include "escha_host_platform.h"
 #include "escha_host_matunit.h"
 #include "escha_host_block.h"
 #include "escha_host_kernel_api.h"
+#include "escha_host_io.h"
 
 #include ESCHA_KERNEL_SOURCE
 
 int main(int argc, char** argv) {
     if (argc != 3) { std::fprintf(stderr, "usage: hadamard_host IN OUT\n"); return 2; }
-    std::ifstream f(argv[1], std::ios::binary);
-    std::vector<char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    std::vector<escha::u32v4> store(bytes.size() / 16 + 1);     // 16-byte aligned parts
-    std::memcpy(store.data(), bytes.data(), bytes.size());
-    const char* in = reinterpret_cast<const char*>(store.data());
-    const int* h = reinterpret_cast<const int*>(in);
+    escha::host::InputFile in(argv[1], 64);
+    const int* h = in.header();
     const int rows = h[0], n = h[1], in_bytes = h[2], out_bytes = h[3];
     float scale;
     std::memcpy(&scale, h + 8, 4);
-    const char* p = in + 64;
-    auto part = [&](size_t b) { const char* q = p; p += (b + 15) / 16 * 16; return q; };
+    auto part = [&](size_t b) { return in.part(b); };
     const char* x = part((size_t)rows * n * in_bytes);
     const half_t* r_pre = h[4] ? reinterpret_cast<const half_t*>(part(2 * n)) : nullptr;
     const float* s_pre = h[5] ? reinterpret_cast<const float*>(part(4 * n)) : nullptr;

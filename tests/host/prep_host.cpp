@@ -9,29 +9,24 @@
 // row_sync [2M] int32 (zero again after a call).
 #include <cstdio>
 #include <fstream>
-#include <iterator>
 #include <vector>
 
 #include "escha_host_platform.h"
 #include "escha_host_matunit.h"
 #include "escha_host_block.h"
 #include "escha_host_kernel_api.h"
+#include "escha_host_io.h"
 
 #define __shared__ static      // the kernel's `__shared__ int row_e, last`: one copy for the block's threads
 #include ESCHA_KERNEL_SOURCE
 
 int main(int argc, char** argv) {
     if (argc != 3) { std::fprintf(stderr, "usage: prep_host IN OUT\n"); return 2; }
-    std::ifstream f(argv[1], std::ios::binary);
-    std::vector<char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    std::vector<escha::u32v4> store(bytes.size() / 16 + 1);     // 16-byte aligned parts
-    std::memcpy(store.data(), bytes.data(), bytes.size());
-    const char* in = reinterpret_cast<const char*>(store.data());
-    const int* h = reinterpret_cast<const int*>(in);
+    escha::host::InputFile in(argv[1], 64);
+    const int* h = in.header();
     const int M = h[0], IC = h[1], in_valid = h[2], P = h[3], seg_blocks = h[4], threads = h[5];
     const int has_s_in = h[6], in_bytes = h[7], out_bytes = h[8];
-    const char* p = in + 64;
-    auto part = [&](size_t n) { const char* q = p; p += (n + 15) / 16 * 16; return q; };
+    auto part = [&](size_t n) { return in.part(n); };
     const char* x = part((size_t)M * IC * in_bytes);
     const half_t* rin = reinterpret_cast<const half_t*>(part(2 * IC));
     const float* s_in = has_s_in ? reinterpret_cast<const float*>(part(4 * IC)) : nullptr;

@@ -6,13 +6,13 @@
 // [IC/16, OC/16, 16K]; OUT = fp16 What [IC][OC] (row stride OC).
 #include <cstdio>
 #include <fstream>
-#include <iterator>
 #include <vector>
 
 #include "escha_host_platform.h"
 #include "escha_host_matunit.h"
 #include "escha_host_block.h"
 #include "escha_host_kernel_api.h"
+#include "escha_host_io.h"
 
 #define __shared__ static
 #undef ESCHA_ALIGN            // `static alignas(16) T` is ill-formed; GNU's attribute may sit there
@@ -21,13 +21,9 @@
 
 int main(int argc, char** argv) {
     if (argc != 3) { std::fprintf(stderr, "usage: reconstruct_host IN OUT\n"); return 2; }
-    std::ifstream f(argv[1], std::ios::binary);
-    std::vector<char> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    std::vector<escha::u32v4> store(bytes.size() / 16 + 1);
-    std::memcpy(store.data(), bytes.data(), bytes.size());
-    const char* in = reinterpret_cast<const char*>(store.data());
-    const int IC = reinterpret_cast<const int*>(in)[0], OC = reinterpret_cast<const int*>(in)[1];
-    const u16* code = reinterpret_cast<const u16*>(in + 16);
+    escha::host::InputFile in(argv[1], 16);
+    const int IC = in.header()[0], OC = in.header()[1];
+    const u16* code = reinterpret_cast<const u16*>(in.part((size_t)(IC / 16) * (OC / 16) * Rate<K2>::W16 * 2));
     std::vector<escha::u32v4> out((size_t)IC * OC / 8 + 1);       // 16-byte aligned fp16 [IC][OC]
     std::memset(out.data(), 0xA5, out.size() * 16);
     constexpr int strip = 16 * WARPS;
