@@ -8,6 +8,8 @@ import subprocess
 import tempfile
 from typing import Sequence
 
+import numpy as np
+
 from escha_jit.render import include_dir, render
 from escha_jit.spec import KernelSpec
 
@@ -34,7 +36,6 @@ def build(spec: KernelSpec, extra: dict, harness: str, defines: Sequence[str] = 
 def scale_parts(w) -> list[bytes]:
     """A layer's scales as the harnesses read them: fp16 rin [IC], (fp32 s_in [IC]), fp16 rout [OC],
     (fp32 s_out [OC]); the optional ones only where the layer has them."""
-    import numpy as np
     out = [w.rin.numpy().tobytes()]
     if w.s_in is not None:
         out.append(w.s_in.numpy().astype(np.float32).tobytes())
@@ -48,3 +49,13 @@ def aligned_parts(parts: list) -> bytes:
     """The input file of the fused, prep, Hadamard and reconstruct harnesses: each part from a
     multiple of 16 bytes (their vector loads need it)."""
     return b"".join(q + bytes(-len(q) % 16) for q in parts)
+
+
+def run_binary(binary: str, data: bytes, timeout: float = 600) -> np.ndarray:
+    """Run a built harness on ``data`` (its IN file); what it wrote to OUT, as bytes (uint8)."""
+    with tempfile.TemporaryDirectory() as d:
+        fin, fout = os.path.join(d, "in.bin"), os.path.join(d, "out.bin")
+        with open(fin, "wb") as f:
+            f.write(data)
+        subprocess.run([binary, fin, fout], check=True, timeout=timeout)
+        return np.fromfile(fout, np.uint8)

@@ -5,9 +5,6 @@ NVIDIA's or gfx12's lane layouts) and compared with reference.dense_weight in fl
 the output dtype. Checks decode placement, the unit's layouts, swizzle, both transforms, scale order
 and rounding without a GPU, for both vendors' code paths."""
 import functools
-import os
-import subprocess
-import tempfile
 
 import numpy as np
 import pytest
@@ -17,7 +14,7 @@ from escha_jit import reference as R
 from escha_jit.kernels import dense
 from escha_jit.synth import random_layer
 from conftest import ulps
-from host_kernel import build, scale_parts
+from host_kernel import build, run_binary, scale_parts
 
 DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
 
@@ -34,12 +31,7 @@ def run_host(w: R.LinearWeights, dt: str, layout: str, amax: bool = False) -> tu
     IC, OC = w.IC, w.OC
     parts = [np.array([IC, OC, w.s_in is not None, w.s_out is not None], np.int32).tobytes(),
              w.code.numpy().tobytes(), *scale_parts(w)]
-    with tempfile.TemporaryDirectory() as d:
-        fin, fout = os.path.join(d, "in.bin"), os.path.join(d, "out.bin")
-        with open(fin, "wb") as f:
-            f.write(b"".join(parts))
-        subprocess.run([host_binary(w.K, w.codebook, dt, layout, amax), fin, fout], check=True)
-        raw = np.fromfile(fout, np.uint8)
+    raw = run_binary(host_binary(w.K, w.codebook, dt, layout, amax), b"".join(parts))
     bits = raw[:2 * IC * OC].view(np.int16).reshape(IC, OC)
     return torch.from_numpy(bits.copy()).view(DTYPES[dt]), float(raw[2 * IC * OC:].view(np.float32)[0])
 

@@ -22,9 +22,6 @@ GPU tests (tests/test_gpu_kernels.py) run the
 same kernels on the device, with the vendor's real matrix unit and asynchronous copies; this file
 is what CI can run of them."""
 import functools
-import os
-import subprocess
-import tempfile
 
 import numpy as np
 import pytest
@@ -34,7 +31,7 @@ from escha_jit import reference as R
 from escha_jit import reference_int8 as Q
 from escha_jit.kernels import fused, prep
 from escha_jit.synth import random_layer
-from host_kernel import aligned_parts, build, scale_parts
+from host_kernel import aligned_parts, build, run_binary, scale_parts
 
 TORCH_DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16}
 ARCH = {"nvidia": "sm_90", "sm90": "sm_90", "amd": "gfx1201"}
@@ -78,12 +75,7 @@ def run_prep(layout: str, w: R.LinearWeights, x: torch.Tensor, words: bool, segm
     if w.s_in is not None:
         parts.append(w.s_in.numpy().astype(np.float32).tobytes())
     din = {torch.float16: "f16", torch.bfloat16: "bf16"}[x.dtype]
-    with tempfile.TemporaryDirectory() as d:
-        fin, fout = os.path.join(d, "in.bin"), os.path.join(d, "out.bin")
-        with open(fin, "wb") as f:
-            f.write(aligned_parts(parts))
-        subprocess.run([prep_binary(layout, din, words), fin, fout], check=True, timeout=600)
-        raw = open(fout, "rb").read()
+    raw = run_binary(prep_binary(layout, din, words), aligned_parts(parts)).tobytes()
     xh, rest = raw[:out_bytes], np.frombuffer(raw[out_bytes:], np.int32)
     assert (rest[M:] == 0).all()                # row_sync reset by each row's last block
     return xh, rest[:M].copy()
@@ -108,13 +100,7 @@ def run_host(layout: str, w: R.LinearWeights, x: torch.Tensor, dout: str, cfg: f
         parts.append(w.bias.numpy().astype(np.float32).tobytes())
     if xh:
         parts += [xh[0], xh[1].astype(np.int32).tobytes()]
-    with tempfile.TemporaryDirectory() as d:
-        fin, fout = os.path.join(d, "in.bin"), os.path.join(d, "out.bin")
-        with open(fin, "wb") as f:
-            f.write(aligned_parts(parts))
-        subprocess.run([host_binary(layout, w.K, w.codebook, din, dout, cfg, act_quant), fin, fout], check=True,
-                       timeout=600)
-        raw = np.fromfile(fout, np.uint8)
+    raw = run_binary(host_binary(layout, w.K, w.codebook, din, dout, cfg, act_quant), aligned_parts(parts))
     y = torch.from_numpy(raw[:2 * M * OC].view(np.int16).reshape(M, OC).copy()).view(TORCH_DTYPES[dout])
     return y[:, :w.logical_out], raw[2 * M * OC:].view(np.int32)
 

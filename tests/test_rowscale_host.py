@@ -5,15 +5,12 @@ computed here in numpy. Covers the weight bound of the bf16 route (rows scaled s
 <= 2^15, small rows scaled up, zero rows), the unbounded rule, and the three access paths (rows
 kept in registers, rows read twice, element by element for strided or unaligned rows)."""
 import functools
-import os
-import subprocess
-import tempfile
 
 import numpy as np
 import pytest
 
 from escha_jit.kernels import rowscale
-from host_kernel import build
+from host_kernel import build, run_binary
 
 
 @functools.cache
@@ -52,12 +49,7 @@ def run(stage, src, dst, rows, ld_src, ld_dst, soff=0, doff=0, wmax=None, row_ex
         parts.append((row_exp if row_exp is not None else np.zeros(M, np.int32)).astype(np.int32).tobytes())
         if bias is not None:
             parts.append(bias.astype(np.float32).tobytes())
-    with tempfile.TemporaryDirectory() as d:
-        fin, fout = os.path.join(d, "in.bin"), os.path.join(d, "out.bin")
-        with open(fin, "wb") as f:
-            f.write(b"".join(parts))
-        subprocess.run([host_binary(stage, src, dst), fin, fout], check=True)
-        raw = np.fromfile(fout, np.uint8)
+    raw = run_binary(host_binary(stage, src, dst), b"".join(parts))
     esize = {"f16": 2, "bf16": 2, "f32": 4}[dst if stage == "out" else "f16"]
     body = raw[: M * ld_dst * esize]
     dt = np.float32 if esize == 4 else np.uint16

@@ -3,9 +3,6 @@ run on the CPU (tests/host/hadamard_host.cpp, reconstruct_host.cpp: the grid's b
 threads as std::threads, the shuffles per wave) and compared with the reference runtime's golden
 vectors, as tests/test_gpu_kernels.py compares the GPU's: the same ulp and bit-for-bit bounds."""
 import functools
-import os
-import subprocess
-import tempfile
 
 import numpy as np
 import pytest
@@ -15,7 +12,7 @@ from escha_jit import reference as R
 from escha_jit.trellis import rate_name
 from escha_jit.kernels import hadamard, reconstruct
 from conftest import golden, rel_rms, ulps
-from host_kernel import aligned_parts, build
+from host_kernel import aligned_parts, build, run_binary
 
 BYTES = {torch.float16: 2, torch.bfloat16: 2, torch.float32: 4}
 NAMES = {torch.float16: "f16", torch.bfloat16: "bf16", torch.float32: "f32"}
@@ -37,12 +34,7 @@ def run_hadamard(x, r_pre=None, s_pre=None, r_post=None, s_post=None, out_scale=
     hdr[8] = scale.view(np.int32)
     parts = [hdr.tobytes(), x.contiguous().view(torch.uint8).numpy().tobytes()]
     parts += [t.contiguous().view(torch.uint8).numpy().tobytes() for t in (r_pre, s_pre, r_post, s_post) if t is not None]
-    with tempfile.TemporaryDirectory() as d:
-        fin, fout = os.path.join(d, "in.bin"), os.path.join(d, "out.bin")
-        with open(fin, "wb") as f:
-            f.write(aligned_parts(parts))
-        subprocess.run([hadamard_binary(NAMES[x.dtype], NAMES[out_dtype]), fin, fout], check=True, timeout=300)
-        raw = np.fromfile(fout, np.uint8)
+    raw = run_binary(hadamard_binary(NAMES[x.dtype], NAMES[out_dtype]), aligned_parts(parts), timeout=300)
     return torch.from_numpy(raw.copy()).view(out_dtype).reshape(rows, n)
 
 
@@ -82,12 +74,8 @@ def reconstruct_binary(K: float, cb: str) -> str:
 
 def run_reconstruct(code: torch.Tensor, K: float, cb: str) -> torch.Tensor:
     IC, OC = code.shape[0] * 16, code.shape[1] * 16
-    with tempfile.TemporaryDirectory() as d:
-        fin, fout = os.path.join(d, "in.bin"), os.path.join(d, "out.bin")
-        with open(fin, "wb") as f:
-            f.write(aligned_parts([np.array([IC, OC, 0, 0], np.int32).tobytes(), code.numpy().tobytes()]))
-        subprocess.run([reconstruct_binary(K, cb), fin, fout], check=True, timeout=300)
-        raw = np.fromfile(fout, np.int16)
+    raw = run_binary(reconstruct_binary(K, cb), aligned_parts([np.array([IC, OC, 0, 0], np.int32).tobytes(),
+                                                               code.numpy().tobytes()]), timeout=300).view(np.int16)
     return torch.from_numpy(raw.copy()).view(torch.float16).reshape(IC, OC)
 
 
