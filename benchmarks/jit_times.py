@@ -5,9 +5,13 @@
 
 1. cold: the representative subset of shipped specializations (one per op and codebook), plus
    for every rate and codebook the first untuned fused configuration and its swapped twin (fp16),
-   compiled into an empty cache one at a time (seconds per spec, as the compiler reports them),
-   then everything the model below needs, in parallel. Compile time depends on the rate: the
-   trellis cut plan is K's (session 24: the swapped LCG kernels took 5-20 s each at e4b769b);
+   each compiled once, one at a time, straight through the toolchain (wall seconds of the compile
+   call). Each source gets a comment that makes it unique to this run, so that no cache can serve
+   it: not escha_jit's, and not one inside the compiler or on the machine (session 37: on the H200
+   host 51 of 79 rows of the older, cache-based version read 0.03-0.13 s, the specs that the GPU
+   tests had compiled on that machine before). Then everything the model below needs is compiled
+   into an empty cache, in parallel. Compile time depends on the rate: the trellis cut plan is K's
+   (session 24: the swapped LCG kernels took 5-20 s each at e4b769b);
 2. warm: a NEW process with ESCHA_JIT_NO_COMPILE=1 gets ready to run a 32-layer Llama-style
    model (7 coded projections per layer, K/codebook mix of escha_jit.synth.DEFAULT_RATES, fp16,
    every M bucket): for each of its 224 projections the kernels it needs are looked up in the
@@ -16,12 +20,15 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
+import uuid
+from typing import Optional
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -60,10 +67,43 @@ def cold_specs(arch: str) -> list:
     return list(out.items())
 
 
-def compile_cold(arch: str, cache_dir: str) -> list:
-    """The cold set compiled one at a time into ``cache_dir`` (empty): CompileRows."""
-    from escha_jit.offline import compile_all
-    return compile_all(arch, cache_dir=cache_dir, jobs=1, specs=cold_specs(arch))
+@dataclasses.dataclass
+class ColdRow:
+    spec: str
+    seconds: float                 # wall time of the toolchain's compile call
+    registers: Optional[int] = None
+    problems: tuple = ()
+    error: Optional[str] = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and not self.problems
+
+
+def compile_cold(arch: str) -> list:
+    """The cold set, each spec compiled once from a source no cache has seen: ColdRows."""
+    from escha_jit.errors import EschaError
+    from escha_jit.jit import compile_options, toolchain_for
+    from escha_jit.offline import check_code_object
+    from escha_jit.render import include_dir, render
+    tc = toolchain_for(arch)
+    tc.fingerprint()
+    run = uuid.uuid4().hex
+    rows = []
+    for spec, extra in cold_specs(arch):
+        # a comment changes no instruction (the SASS check below still runs on the result)
+        source = render(spec, extra) + f"\n// escha_jit jit_times run {run}\n"
+        t0 = time.perf_counter()
+        try:
+            code = tc.compile(source, spec.arch, compile_options(spec), name=spec.kernel_name() + ".hip",
+                              include_dirs=[include_dir()])
+        except EschaError as e:
+            rows.append(ColdRow(str(spec), time.perf_counter() - t0, error=str(e)))
+            continue
+        dt = time.perf_counter() - t0
+        rows.append(ColdRow(str(spec), dt, code.resources.get(spec.kernel_name(), {}).get("registers"),
+                            tuple(check_code_object(spec, code.binary, code.resources))))
+    return rows
 
 
 def cold_summary(rows) -> dict:
@@ -74,8 +114,7 @@ def cold_summary(rows) -> dict:
 
 
 def print_cold(arch: str) -> None:
-    with tempfile.TemporaryDirectory(prefix="escha-jit-times-") as d:
-        rows = compile_cold(arch, d)
+    rows = compile_cold(arch)
     c = cold_summary(rows)
     print(f"{len(rows)} specs for {arch}, {sum(1 for r in rows if not r.ok)} failed: max {c['max']:.2f} s, "
           f"median {c['median']:.2f} s, sum {c['sum']:.1f} s")
@@ -115,9 +154,9 @@ def main(argv=None):
     from escha_jit.offline import compile_all
     from escha_jit.ops.common import arch_of
     arch = arch_of(torch.device("cuda"))
+    rows = compile_cold(arch)
+    cold = cold_summary(rows)
     with tempfile.TemporaryDirectory(prefix="escha-jit-times-") as d:
-        rows = compile_cold(arch, d)
-        cold = cold_summary(rows)
         uniq = {s: e for s, e, _ in model_specs(arch)}
         compile_all(arch, cache_dir=d, specs=list(uniq.items()))
         env = dict(os.environ, ESCHA_JIT_CACHE_DIR=d, ESCHA_JIT_NO_COMPILE="1")
