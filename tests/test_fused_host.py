@@ -147,6 +147,10 @@ def test_fused_kernel_on_host_redoes_rows_that_leave_fp16(layout):
     (fused.FusedConfig(warps=16, m_tiles=1, rows_per_stage=4, stages=3, min_blocks=1), 16),   # K slices
     (fused.FusedConfig(warps=8, m_tiles=2, rows_per_stage=2, stages=3, min_blocks=1), 17),    # two m tiles
     (fused.FusedConfig(warps=4, m_tiles=1, rows_per_stage=8, stages=2, min_blocks=2), 3),     # 2 tile columns per wave
+    # the epilogue stages up to 4 m tiles at once in the A operand's region: K slices adding theirs
+    # to 4 tiles, the last block's one pass over 50 rows; 8 tiles: two passes
+    (fused.FusedConfig(warps=16, m_tiles=4, rows_per_stage=4, stages=2, min_blocks=1), 50),
+    (fused.FusedConfig(warps=8, m_tiles=8, rows_per_stage=2, stages=2, min_blocks=1), 100),
 ])
 def test_fused_kernel_on_host_configurations(cfg, M):
     check("nvidia", 2.0, "mcg", "f16", "f16", cfg, 2, M, 1024, 256, bias=True, seed=M)
@@ -217,12 +221,15 @@ def test_fused_kernel_on_host_sm90_paths(K, cb, din, M, splits, swap):
     check("sm90", K, cb, din, din, cfg, splits, M, 512, 256, bias=True, seed=M)
 
 
-@pytest.mark.parametrize("swap,M,x_chunks,big_rows", [(0, 16, 3, ()), (0, 5, 8, (2,)), (1, 7, 1, (0,))])
-def test_fused_kernel_on_host_sm90_xh_chunks(swap, M, x_chunks, big_rows):
+@pytest.mark.parametrize("swap,M,x_chunks,big_rows,m_tiles,splits", [
+    (0, 16, 3, (), 1, 2), (0, 5, 8, (2,), 1, 2), (1, 7, 1, (0,), 1, 2),
+    (0, 40, 3, (33,), 4, 1),       # 3 m tiles staged at once, y stored from them (no split-K)
+])
+def test_fused_kernel_on_host_sm90_xh_chunks(swap, M, x_chunks, big_rows, m_tiles, splits):
     # xh = 1 on sm_90: each row's K range arrives by bulk copies in chunks of whole steps, each
     # completing on its own mbarrier; the main loop waits for a chunk at its first step
-    cfg = fused.FusedConfig(warps=8, m_tiles=1, rows_per_stage=4, stages=2, min_blocks=2, xh=1, swap=swap)
-    check("sm90", 3.0, "mul1", "bf16", "bf16", cfg, 2, M, 1024, 256, big_rows=big_rows, seed=M, segments=2,
+    cfg = fused.FusedConfig(warps=8, m_tiles=m_tiles, rows_per_stage=4, stages=2, min_blocks=2, xh=1, swap=swap)
+    check("sm90", 3.0, "mul1", "bf16", "bf16", cfg, splits, M, 1024, 256, big_rows=big_rows, seed=M, segments=2,
           x_chunks=x_chunks)
 
 

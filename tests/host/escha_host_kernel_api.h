@@ -68,6 +68,8 @@ inline void grid_dependency_wait() {}
 inline void grid_dependents_launch() {}
 template <typename T>
 inline T* opaque_ptr(T* p) { return p; }
+inline void keep_in_register(u32&) {}
+inline void keep_in_register(int&) {}
 
 #if defined(ESCHA_HOST_SM90)
 // ---- sm_90's thread block clusters and mbarriers (platform_cuda.h), for the fused kernel's cluster

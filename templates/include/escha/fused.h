@@ -113,6 +113,14 @@ struct FusedLinear {
     static_assert(SLOT_WORDS % 4 == 0, "stages are copied in 16-byte pieces");
     static_assert(TR_BYTES == WARPS * RING_WORDS * 4, "host and kernel disagree on the trellis ring size");
     static constexpr int RED_LD = COLS + 4;
+    // the epilogue's m tiles per pass (rows ER), staged in the A operand's region when MT > 1
+    static constexpr int EM = MT < 4 ? MT : 4;
+    static constexpr int ER = 16 * EM;
+    // m_tiles 2..4: the A fragments' addresses and the weight copies' lane offsets are kept in
+    // registers (platform keep_in_register); ptxas otherwise recomputed them in every main-loop step
+    // (up to 1.15x the loop's instructions once the epilogue staged 4 tiles at once, session 38).
+    // Above 4 tiles their 2 x MT registers next to 8 x MT accumulators made ptxas spill.
+    static constexpr bool PIN_ADDRESSES = MT > 1 && MT <= 4;
     static_assert(!I8 || CB == CB_MUL1, "int8 activations need the mul1 codebook (weights affine in hash bytes)");
     static_assert(!I8 || !XH, "the int8 route quantizes in its own prologue");
     // The int8 route serves M <= 8 (one m tile): on NVIDIA one n8 token group of the swapped unit,
@@ -218,6 +226,10 @@ struct FusedLinear {
             const int c = i * ESCHA_WAVE + lane, r = c / (TPW * W32 / 4), o = c % (TPW * W32 / 4);
             piece_dst[i] = ring_addr + 4 * (r * TPW * W32 + 4 * o);
             piece_src[i] = r * tiles_n * W32 + 4 * o;
+            if constexpr (PIN_ADDRESSES) {                 // (see the A addresses below)
+                keep_in_register(piece_dst[i]);
+                keep_in_register(piece_src[i]);
+            }
         }
         const long long step_stride = (long long)KW * RB * tiles_n * W32;     // between the wave's steps
 #if defined(ESCHA_AMD) && ESCHA_AMD_STAGED_COPY
@@ -398,6 +410,10 @@ struct FusedLinear {
             const bool valid = m < p.M;
             a_addr[a] = valid ? smem_addr(xs + m * xs_ld + 8 * (lane >> 4)) : smem_addr(zero16);
             a_step[a] = valid ? 32u : 0u;                      // bytes per 16 columns
+            if constexpr (PIN_ADDRESSES) {
+                keep_in_register(a_addr[a]);
+                keep_in_register(a_step[a]);
+            }
         }
         // The codebook's AND mask comes from shared memory: the compiler cannot see it is a
         // constant, so it keeps it in a register (LOP3 takes one immediate; a visible constant
@@ -503,39 +519,48 @@ struct FusedLinear {
         // waits in-kernel for this grid to end): its launch overlaps this epilogue.
         if constexpr (XH) grid_dependents_launch();
 
-        // ---- epilogue, 16 rows (one m tile) at a time through shared memory [16][COLS]
+        // ---- epilogue: up to EM m tiles at a time through shared memory [16 * EM][COLS], then one
+        // pass out (their partial, or y). MT > 1: staged in the A operand's region, free after the
+        // main loop and at least that large (kernels/fused.py smem_layout); one tile at a time through
+        // `red` took three block barriers and a partial write per tile (H200, 4096x14336 M = 64: 2.7 us
+        // of a block's 14; benchmarks/RESULTS.md session 38). The word routes have one m tile.
         const int S = gridDim.y;
         const int mtiles = (p.M + 15) / 16;
+        float* const st = MT > 1 ? reinterpret_cast<float*>(smem) : red;
         #pragma unroll
-        for (int a = 0; a < MT; ++a) {
+        for (int a0 = 0; a0 < MT; a0 += EM) {
 #if defined(ESCHA_AMD)
-            if (a >= mtiles) continue;     // keep the trip count MT: clang unrolls unknown trip counts only up to 8
+            if (a0 >= mtiles) continue;     // keep the trip count: clang unrolls unknown trip counts only up to 8
 #else
-            if (a >= mtiles) break;
+            if (a0 >= mtiles) break;
 #endif
             if constexpr (I8)
-                stage_rows_i8(red, acc[a], q_off + 16 * a * nkb, nkb, lane, wave);
+                stage_rows_i8(red, acc[0], q_off, nkb, lane, wave);
             else if constexpr (SW)
-                stage_rows_sw(red, acc[a], row_exp + 16 * a, q_scale + 16 * a * nkb, nkb, lane, wave);
+                stage_rows_sw(red, acc[0], row_exp, q_scale, nkb, lane, wave);
             else {
-                if (kslice == 0) stage_rows(red, acc[a], row_exp + 16 * a, lane, wcol);
                 #pragma unroll
-                for (int ks = 1; ks < KW; ++ks) {           // the other K slices add theirs, in order
-                    __syncthreads();
-                    if (kslice == ks) stage_rows<true>(red, acc[a], row_exp + 16 * a, lane, wcol);
+                for (int ks = 0; ks < KW; ++ks) {           // the K slices add theirs in order
+                    if (ks > 0) __syncthreads();
+                    #pragma unroll
+                    for (int a = a0; a < a0 + EM && a < MT; ++a)
+                        if ((a == a0 || a < mtiles) && kslice == ks) {     // (tile a0 < mtiles: above)
+                            if (ks == 0) stage_rows(st + 16 * (a - a0) * RED_LD, acc[a], row_exp + 16 * a, lane, wcol);
+                            else stage_rows<true>(st + 16 * (a - a0) * RED_LD, acc[a], row_exp + 16 * a, lane, wcol);
+                        }
                 }
             }
             if (S == 1 && STAGED_FACTORS) async_wait<0>();  // the output factors (read by store_rows)
             __syncthreads();
             if (S > 1) {                                    // partial -> workspace [S][M][OC]
-                for (int t = threadIdx.x; t < 16 * COLS / 4; t += blockDim.x) {
-                    const int r = t / (COLS / 4), c = 4 * (t % (COLS / 4)), m = 16 * a + r;
+                for (int t = threadIdx.x; t < ER * COLS / 4; t += blockDim.x) {
+                    const int r = t / (COLS / 4), c = 4 * (t % (COLS / 4)), m = 16 * a0 + r;
                     if (m < p.M)
                         *reinterpret_cast<f32x4*>(p.ws + ((long long)split * p.M + m) * p.OC + g * COLS + c) =
-                            *reinterpret_cast<const f32x4*>(red + r * RED_LD + c);
+                            *reinterpret_cast<const f32x4*>(st + r * RED_LD + c);
                 }
             } else {
-                store_rows(p, red, f_s_out, 16 * a, lane, wave);
+                store_rows(p, st, f_s_out, 16 * a0, ER, lane, wave);
             }
             __syncthreads();
         }
@@ -553,8 +578,8 @@ struct FusedLinear {
             return;
         }
         partials_acquire();
-        for (int m0 = 0; m0 < p.M; m0 += 16) {
-            for (int t = threadIdx.x; t < 16 * COLS / 4; t += blockDim.x) {
+        for (int m0 = 0; m0 < p.M; m0 += ER) {              // EM tiles a pass: their rows' loads in flight at once
+            for (int t = threadIdx.x; t < ER * COLS / 4; t += blockDim.x) {
                 const int r = t / (COLS / 4), c = 4 * (t % (COLS / 4)), m = m0 + r;
                 f32x4 sum = {0.f, 0.f, 0.f, 0.f};
                 if (m < p.M)
@@ -563,11 +588,11 @@ struct FusedLinear {
                             p.ws + ((long long)s * p.M + m) * p.OC + g * COLS + c));
                         sum.x += v.x; sum.y += v.y; sum.z += v.z; sum.w += v.w;
                     }
-                *reinterpret_cast<f32x4*>(red + r * RED_LD + c) = sum;
+                *reinterpret_cast<f32x4*>(st + r * RED_LD + c) = sum;
             }
             if constexpr (STAGED_FACTORS) async_wait<0>();  // the output factors (read by store_rows)
             __syncthreads();
-            store_rows(p, red, f_s_out, m0, lane, wave);
+            store_rows(p, st, f_s_out, m0, ER, lane, wave);
             __syncthreads();
         }
         if (threadIdx.x == 0) p.counters[g] = 0;            // ready for the next call
@@ -1015,16 +1040,16 @@ struct FusedLinear {
         async_commit();
     }
 
-    // Rows m0..m0+15 (< M) of shared [16][COLS] -> output Hadamard, scales, bias -> y. The output
+    // Rows m0..m0+rows-1 (< M) of shared [rows][COLS] -> output Hadamard, scales, bias -> y. The output
     // factors come from their shared copy (f_s_out, see stage_factors) or, without one, from global
     // memory; per row either way (loaded once per call, ptxas kept them in registers across the
     // finishing block's unrolled partial loads, the register peak of some kernels: +8..+24).
-    ESCHA_DEVICE static void store_rows(const Args& p, const float* red, const float* f_s_out, int m0, int lane,
-                                        int wave) {
+    ESCHA_DEVICE static void store_rows(const Args& p, const float* red, const float* f_s_out, int m0, int rows,
+                                        int lane, int wave) {
         const int c = 4 * lane;
         const float* s_out = opaque_ptr(p.s_out);
         const float* bias = opaque_ptr(p.bias);
-        for (int r = wave; r < 16 && m0 + r < p.M; r += WARPS) {
+        for (int r = wave; r < rows && m0 + r < p.M; r += WARPS) {
             float v[4];
             #pragma unroll
             for (int i = 0; i < 4; ++i) v[i] = red[r * RED_LD + c + i];

@@ -238,6 +238,11 @@ ESCHA_DEVICE T* opaque_ptr(T* p) {
     asm volatile("" : "+l"(p));
     return p;
 }
+// x stays in a register from here on (no instruction): ptxas cannot recompute a value an asm
+// defined, so it keeps it instead of rematerialising it at its uses (fused.h: the per-lane
+// addresses of the multi-m-tile main loops, which it recomputed in every step otherwise).
+ESCHA_DEVICE void keep_in_register(u32& x) { asm volatile("" : "+r"(x)); }
+ESCHA_DEVICE void keep_in_register(int& x) { asm volatile("" : "+r"(x)); }
 // Fetch the 128-byte line holding addr into L2 (no register written, nothing waited for). For the
 // layer's own data (scales), issued before grid_dependency_wait: a load after the wait then hits
 // L2 instead of paying an HBM miss on the critical path.

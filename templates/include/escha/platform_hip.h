@@ -153,6 +153,9 @@ ESCHA_DEVICE void prefetch_l2(const void*) {}
 // p (fused.h needs the optimiser barrier of platform_cuda.h's opaque_ptr only on NVIDIA)
 template <typename T>
 ESCHA_DEVICE T* opaque_ptr(T* p) { return p; }
+// (platform_cuda.h's register pin: LLVM does not rematerialise those addresses)
+ESCHA_DEVICE void keep_in_register(u32&) {}
+ESCHA_DEVICE void keep_in_register(int&) {}
 
 // No thread block clusters on RDNA (the fused kernel's CL > 1 is NVIDIA's; fused.h static_asserts
 // it): these only let the shared source compile.
