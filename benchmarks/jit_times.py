@@ -20,7 +20,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import subprocess
@@ -28,7 +27,6 @@ import sys
 import tempfile
 import time
 import uuid
-from typing import Optional
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -67,24 +65,12 @@ def cold_specs(arch: str) -> list:
     return list(out.items())
 
 
-@dataclasses.dataclass
-class ColdRow:
-    spec: str
-    seconds: float                 # wall time of the toolchain's compile call
-    registers: Optional[int] = None
-    problems: tuple = ()
-    error: Optional[str] = None
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None and not self.problems
-
-
 def compile_cold(arch: str) -> list:
-    """The cold set, each spec compiled once from a source no cache has seen: ColdRows."""
+    """The cold set, each spec compiled once from a source no cache has seen: offline.CompileRows
+    (``seconds``: the wall time of the toolchain's compile call; never ``cached``)."""
     from escha_jit.errors import EschaError
     from escha_jit.jit import compile_options, toolchain_for
-    from escha_jit.offline import check_code_object
+    from escha_jit.offline import CompileRow, check_code_object
     from escha_jit.render import include_dir, render
     tc = toolchain_for(arch)
     tc.fingerprint()
@@ -98,11 +84,11 @@ def compile_cold(arch: str) -> list:
             code = tc.compile(source, spec.arch, compile_options(spec), name=spec.kernel_name() + ".hip",
                               include_dirs=[include_dir()])
         except EschaError as e:
-            rows.append(ColdRow(str(spec), time.perf_counter() - t0, error=str(e)))
+            rows.append(CompileRow(str(spec), time.perf_counter() - t0, False, error=str(e)))
             continue
         dt = time.perf_counter() - t0
-        rows.append(ColdRow(str(spec), dt, code.resources.get(spec.kernel_name(), {}).get("registers"),
-                            tuple(check_code_object(spec, code.binary, code.resources))))
+        rows.append(CompileRow(str(spec), dt, False, code.resources.get(spec.kernel_name(), {}).get("registers"),
+                               problems=tuple(check_code_object(spec, code.binary, code.resources))))
     return rows
 
 
