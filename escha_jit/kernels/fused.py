@@ -121,6 +121,7 @@ def _align(n: int, a: int = 16) -> int:
 
 
 XH_CHUNKS = 8          # include/escha/fused.h FusedLinear::XCHUNKS: most A chunks (xh=1, sm_90)
+EPILOGUE_M_TILES = 4   # include/escha/fused.h FusedLinear::EM: m tiles the epilogue stages at once
 
 
 def x_chunks(blocks: int, resident: int) -> int:
@@ -136,24 +137,25 @@ def smem_layout(cfg: FusedConfig, K: float, M: int, kr: int, i8: bool = False) -
     """Bytes of dynamic shared memory: A operand [M][kr + 8] fp16 (int8 route: [M][kr + 16] u32
     words, then two fp32 [16*m_tiles][kr/128] dequantisation tables; swapped route: [M][kr + 16]
     u32 half2 words, then one fp32 [16*m_tiles][kr/128] table of x sums; m_tiles > 1: at least
-    [16*min(m_tiles, 4)][COLS + 4] fp32, where the epilogue stages its m tiles), one trellis ring per wave
-    [stages][rows_per_stage][8/warps tiles][W32] u32 (all waves: stages*rows*8*W32 words), one m
+    [16*min(m_tiles, EPILOGUE_M_TILES)][COLS + 4] fp32, where the epilogue stages its m tiles), one
+    trellis ring per wave [stages][rows_per_stage][8/warps tiles][W32] u32 (all waves:
+    stages*rows*8*W32 words), one m
     tile of partial sums [16][132] fp32, per-row exponents [16*m_tiles] + flag, rows_per_stage x 64
     zero bytes (the A operand of rows >= M), XH_CHUNKS mbarriers (8 bytes each: the prep kernel's
     A operand in chunks, sm_90)."""
     mp = 16 * cfg.m_tiles
     w32 = tile_words(K) // 2
+    red = 16 * (COLS + 4) * 4                              # one m tile of fp32 sums
     if i8:
         xs = _align(M * (kr + 16) * 4) + _align(2 * mp * (kr // 128) * 4)
     elif cfg.swap:
         xs = _align(M * (kr + 16) * 4) + _align(mp * (kr // 128) * 4)   # half2 {x, x} words, mul1's x sums
     else:
         xs = _align(M * (kr + 8) * 2)
-        if cfg.m_tiles > 1:                  # the epilogue stages up to 4 m tiles here (fused.h EM)
-            xs = max(xs, 16 * min(cfg.m_tiles, 4) * (COLS + 4) * 4)
+        if cfg.m_tiles > 1:                  # the epilogue stages its m tiles here
+            xs = max(xs, min(cfg.m_tiles, EPILOGUE_M_TILES) * red)
     kw = max(1, cfg.warps // 8)                            # K slices (waves per tile column)
     tr = cfg.stages * cfg.rows_per_stage * 8 * kw * w32 * 4    # warps x private rings of (8*kw/warps) tile columns
-    red = 16 * (COLS + 4) * 4
     ex = _align((mp + 4) * 4 + 64 * cfg.rows_per_stage + 8 * XH_CHUNKS)
     return SmemLayout(xs, xs + tr, xs + tr + red, xs + tr + red + ex, tr)
 

@@ -114,6 +114,7 @@ struct FusedLinear {
     static_assert(TR_BYTES == WARPS * RING_WORDS * 4, "host and kernel disagree on the trellis ring size");
     static constexpr int RED_LD = COLS + 4;
     // the epilogue's m tiles per pass (rows ER), staged in the A operand's region when MT > 1
+    // (kernels/fused.py EPILOGUE_M_TILES sizes that region)
     static constexpr int EM = MT < 4 ? MT : 4;
     static constexpr int ER = 16 * EM;
     // m_tiles 2..4: the A fragments' addresses and the weight copies' lane offsets are kept in
@@ -560,7 +561,7 @@ struct FusedLinear {
                             *reinterpret_cast<const f32x4*>(st + r * RED_LD + c);
                 }
             } else {
-                store_rows(p, st, f_s_out, 16 * a0, ER, lane, wave);
+                store_rows(p, st, f_s_out, 16 * a0, lane, wave);
             }
             __syncthreads();
         }
@@ -592,7 +593,7 @@ struct FusedLinear {
             }
             if constexpr (STAGED_FACTORS) async_wait<0>();  // the output factors (read by store_rows)
             __syncthreads();
-            store_rows(p, st, f_s_out, m0, ER, lane, wave);
+            store_rows(p, st, f_s_out, m0, lane, wave);
             __syncthreads();
         }
         if (threadIdx.x == 0) p.counters[g] = 0;            // ready for the next call
@@ -1040,16 +1041,16 @@ struct FusedLinear {
         async_commit();
     }
 
-    // Rows m0..m0+rows-1 (< M) of shared [rows][COLS] -> output Hadamard, scales, bias -> y. The output
+    // Rows m0..m0+ER-1 (< M) of shared [ER][COLS] -> output Hadamard, scales, bias -> y. The output
     // factors come from their shared copy (f_s_out, see stage_factors) or, without one, from global
     // memory; per row either way (loaded once per call, ptxas kept them in registers across the
     // finishing block's unrolled partial loads, the register peak of some kernels: +8..+24).
-    ESCHA_DEVICE static void store_rows(const Args& p, const float* red, const float* f_s_out, int m0, int rows,
-                                        int lane, int wave) {
+    ESCHA_DEVICE static void store_rows(const Args& p, const float* red, const float* f_s_out, int m0, int lane,
+                                        int wave) {
         const int c = 4 * lane;
         const float* s_out = opaque_ptr(p.s_out);
         const float* bias = opaque_ptr(p.bias);
-        for (int r = wave; r < rows && m0 + r < p.M; r += WARPS) {
+        for (int r = wave; r < ER && m0 + r < p.M; r += WARPS) {
             float v[4];
             #pragma unroll
             for (int i = 0; i < 4; ++i) v[i] = red[r * RED_LD + c + i];
