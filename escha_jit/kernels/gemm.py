@@ -73,10 +73,13 @@ def variant(spec: KernelSpec, **tile) -> KernelSpec:
 def smem_bytes(spec: KernelSpec) -> int:
     """Dynamic shared memory of a launch: the stage ring (per stage the activation tile
     [tokens][64] and the decoded weight tile [128][64], fp16), the producer warps' trellis word
-    rings, plus 1 KiB to align the ring to the 128-byte swizzle's 1024-byte period."""
+    rings, the ring's mbarriers (full and empty per stage, 8 bytes each) and the codebook mask
+    (templates/gemm.hip.j2, in this order), plus 1 KiB to align the ring to the 128-byte swizzle's
+    1024-byte period."""
     p = spec.params
     words = 4 * WORD_STAGES * 8 * (tile_words(spec.K) // 2) * 4     # 4 producer warps' trellis word rings
-    return p["stages"] * (p["tokens"] + 128) * 64 * 2 + words + 1024
+    barriers = 16 * p["stages"] + 16
+    return p["stages"] * (p["tokens"] + 128) * 64 * 2 + words + barriers + 1024
 
 
 def padded_rows(spec: KernelSpec, M: int) -> int:

@@ -28,6 +28,7 @@ inline u32 smem_addr(const void* p) {
     return (u32)(reinterpret_cast<const unsigned char*>(p) - host::smem_base);
 }
 inline u32 lds32(u32 saddr) { u32 v; std::memcpy(&v, smem_ptr(saddr), 4); return v; }
+inline void sts32(u32 saddr, u32 v) { std::memcpy(smem_ptr(saddr), &v, 4); }
 inline u32v4 lds128(u32 saddr) { u32v4 v; std::memcpy(&v, smem_ptr(saddr), 16); return v; }
 inline void sts128(u32 saddr, u32v4 v) { std::memcpy(smem_ptr(saddr), &v, 16); }
 

@@ -43,6 +43,17 @@ inline float shfl_xor(float v, int mask) {
     return r;
 }
 
+// v of lane src (0..31): every lane of the wave takes part, as __shfl_sync(0xffffffff, ...) requires
+inline float shfl_idx(float v, int src) {
+    host::Wave& w = host::wave();
+    std::memcpy(&w.scratch[host::my_lane][0], &v, 4);
+    w.bar->arrive_and_wait();
+    float r;
+    std::memcpy(&r, &w.scratch[src & 31][0], 4);
+    w.bar->arrive_and_wait();
+    return r;
+}
+
 inline u32 shfl_xor(u32 v, int mask) {
     host::Wave& w = host::wave();
     w.scratch[host::my_lane][0] = v;

@@ -156,12 +156,13 @@ ESCHA_DEVICE void load_a_frag(u32 (&a)[4], u32 saddr) {
                  : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3]) : "r"(saddr));
 }
 
-// A 32-bit word of shared memory by its shared address.
+// A 32-bit word of shared memory by its shared address (load, store).
 ESCHA_DEVICE u32 lds32(u32 saddr) {
     u32 v;
     asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(v) : "r"(saddr));
     return v;
 }
+ESCHA_DEVICE void sts32(u32 saddr, u32 v) { asm volatile("st.shared.b32 [%0], %1;\n" :: "r"(saddr), "r"(v)); }
 
 // c += A(16x16, fp16) * B(16x8, fp16), fp32 accumulate. b = {k rows 2t..2t+1, k rows 2t+8..2t+9}
 // of column (lane / 4): exactly the two half2 a lane decodes for one n8 half of a trellis tile.

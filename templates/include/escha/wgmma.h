@@ -11,16 +11,6 @@
 namespace escha {
 namespace wg {
 
-ESCHA_DEVICE void fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-ESCHA_DEVICE void commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int N>
-ESCHA_DEVICE void wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory"); }
-
-// Keep the compiler from moving register reads / writes across an asynchronous wgmma (the
-// unit reads A and D after the issuing instruction retires, until wait()).
-ESCHA_DEVICE void pin(u32& r) { asm volatile("" : "+r"(r) :: "memory"); }
-ESCHA_DEVICE void pin(float& r) { asm volatile("" : "+f"(r) :: "memory"); }
-
 // Shared-memory matrix descriptor of a K-major operand tile with the 128-byte swizzle: rows of
 // 64 fp16 (128 bytes), 8-row groups 1024 bytes apart (stride byte offset), the tile's base 1024-byte
 // aligned; the k16 slice kk of a 64-wide row block starts 32 * kk bytes in (the unit applies the
@@ -35,6 +25,25 @@ ESCHA_DEVICE u64 desc_k_sw128(u32 saddr) {
 
 // Byte offset of 16-byte chunk c (0..7) of row r in a 128-byte-swizzled K-major tile.
 ESCHA_DEVICE constexpr u32 sw128_offset(int r, int c) { return (u32)(r * 128 + ((c ^ (r & 7)) << 4)); }
+
+}  // namespace wg
+}  // namespace escha
+
+#if defined(ESCHA_HOST)
+#include "escha_host_wgmma.h"      // CPU tests (tests/host): the rest in plain C++; not shipped
+#else
+namespace escha {
+namespace wg {
+
+ESCHA_DEVICE void fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+ESCHA_DEVICE void commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+ESCHA_DEVICE void wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory"); }
+
+// Keep the compiler from moving register reads / writes across an asynchronous wgmma (the
+// unit reads A and D after the issuing instruction retires, until wait()).
+ESCHA_DEVICE void pin(u32& r) { asm volatile("" : "+r"(r) :: "memory"); }
+ESCHA_DEVICE void pin(float& r) { asm volatile("" : "+f"(r) :: "memory"); }
 
 // Ordinary shared-memory writes (st.shared, cp.async) -> visible to the unit's operand reads
 // (the async proxy): by the writer before it signals (the mbarrier's release / acquire carries
@@ -69,3 +78,4 @@ ESCHA_DEVICE void named_sync(int id, int threads) {
 
 }  // namespace wg
 }  // namespace escha
+#endif
