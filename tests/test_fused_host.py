@@ -221,14 +221,17 @@ def test_fused_kernel_on_host_sm90_paths(K, cb, din, M, splits, swap):
     check("sm90", K, cb, din, din, cfg, splits, M, 512, 256, bias=True, seed=M)
 
 
-@pytest.mark.parametrize("swap,M,x_chunks,big_rows,m_tiles,splits", [
-    (0, 16, 3, (), 1, 2), (0, 5, 8, (2,), 1, 2), (1, 7, 1, (0,), 1, 2),
-    (0, 40, 3, (33,), 4, 1),       # 3 m tiles staged at once, y stored from them (no split-K)
+@pytest.mark.parametrize("swap,M,x_chunks,big_rows,m_tiles,splits,warps", [
+    (0, 16, 3, (), 1, 2, 8), (0, 5, 8, (2,), 1, 2, 8), (1, 7, 1, (0,), 1, 2, 8),
+    (0, 40, 3, (33,), 4, 1, 8),    # 3 m tiles staged at once, y stored from them (no split-K)
+    (0, 12, 8, (), 1, 1, 16),      # K slices: each wave waits for every chunk up to its step
+    (0, 21, 5, (3,), 2, 2, 16),    # chunks of 2 steps and one of 1, 2 m tiles
 ])
-def test_fused_kernel_on_host_sm90_xh_chunks(swap, M, x_chunks, big_rows, m_tiles, splits):
+def test_fused_kernel_on_host_sm90_xh_chunks(swap, M, x_chunks, big_rows, m_tiles, splits, warps):
     # xh = 1 on sm_90: each row's K range arrives by bulk copies in chunks of whole steps, each
     # completing on its own mbarrier; the main loop waits for a chunk at its first step
-    cfg = fused.FusedConfig(warps=8, m_tiles=m_tiles, rows_per_stage=4, stages=2, min_blocks=2, xh=1, swap=swap)
+    cfg = fused.FusedConfig(warps=warps, m_tiles=m_tiles, rows_per_stage=4, stages=2, min_blocks=2 if warps == 8 else 1,
+                            xh=1, swap=swap)
     check("sm90", 3.0, "mul1", "bf16", "bf16", cfg, splits, M, 1024, 256, big_rows=big_rows, seed=M, segments=2,
           x_chunks=x_chunks)
 
