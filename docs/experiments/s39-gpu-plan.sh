@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Session 39 had no GPU. What its work needs from the next lease, in order (run from the repository
+# root on the device machine with carry ["ab"] after `bash docs/experiments/s39-gpu-plan.sh trees`
+# here; each step fits one device call of <= 600 s):
+#
+#   bash docs/experiments/s39-gpu-plan.sh trees      # (CPU, here) ab/H = HEAD, ab/L = lazy chunks
+#                                                    # (2 sent ahead), ab/L1 = 1 sent ahead, ab/L8 =
+#                                                    # lazy + 8 chunks on every launch, ab/B = the
+#                                                    # finishing block's loads together
+#   bash docs/experiments/s39-gpu-plan.sh gemm       # the GPU tests of the coded GEMM: its barriers
+#                                                    # moved to dynamic shared memory in 6808a84
+#   bash docs/experiments/s39-gpu-plan.sh ab1        # H / L / L1 at M = 16 (fp16; PERF.md's decode cells)
+#   bash docs/experiments/s39-gpu-plan.sh ab2        # H / L / L8 at M = 32, 64 (fp16, K 2 / 4)
+#   bash docs/experiments/s39-gpu-plan.sh ab3        # H / B at M = 1, 4, 16, 64 (fp16, K 2 / 4)
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-.out}; mkdir -p "$OUT"
+tree() {      # tree NAME DIFF...: HEAD's package with the diffs applied
+  local name=$1; shift
+  rm -rf "ab/$name"; mkdir -p "ab/$name"
+  git archive HEAD escha_jit templates tuning | tar -x -C "ab/$name"
+  for d in "$@"; do git apply --directory="ab/$name" "docs/experiments/$d" || exit 1; done
+}
+case "${1:-}" in
+  trees)
+    tree H
+    tree L s39-lazy-x-chunks.diff
+    tree L1 s39-lazy-x-chunks.diff
+    sed -i 's/static constexpr int X_AHEAD = 2;/static constexpr int X_AHEAD = 1;/' ab/L1/templates/include/escha/fused.h
+    grep -q "X_AHEAD = 1;" ab/L1/templates/include/escha/fused.h || exit 1
+    tree L8 s39-lazy-x-chunks.diff s39-lazy-x-chunks-all-launches.diff
+    tree B s39-last-block-loads.diff ;;
+  gemm)
+    export PYTHONPATH=$PWD ESCHA_JIT_CACHE_DIR=/tmp/ec
+    timeout 560 python3 -m pytest -q -n 8 tests/test_gpu_gemm.py 2>&1 | tee "$OUT/pytest_gemm_s39.log" | tail -5 ;;
+  ab1)
+    AB_CACHE_DIR=/tmp/abc ROUNDS=2 BENCH_ARGS="--ms=16 --dtypes=f16" PREBUILD_ARGS="--ms=16 --dtypes=f16" \
+      bash scripts/ab_trees.sh ab/H ab/L ab/L1 ;;
+  ab2)
+    AB_CACHE_DIR=/tmp/abc ROUNDS=2 BENCH_ARGS="--ms=32,64 --dtypes=f16 --ks=2,4" \
+      PREBUILD_ARGS="--ms=32,64 --dtypes=f16 --ks=2,4" bash scripts/ab_trees.sh ab/H ab/L ab/L8 ;;
+  ab3)
+    AB_CACHE_DIR=/tmp/abc ROUNDS=2 BENCH_ARGS="--ms=1,4,16,64 --dtypes=f16 --ks=2,4" \
+      PREBUILD_ARGS="--ms=1,4,16,64 --dtypes=f16 --ks=2,4" bash scripts/ab_trees.sh ab/H ab/B ;;
+  *) echo "usage: $0 trees|gemm|ab1|ab2|ab3"; exit 2 ;;
+esac
