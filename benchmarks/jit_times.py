@@ -70,7 +70,7 @@ def compile_cold(arch: str) -> list:
     (``seconds``: the wall time of the toolchain's compile call; never ``cached``)."""
     from escha_jit.errors import EschaError
     from escha_jit.jit import compile_options, toolchain_for
-    from escha_jit.offline import CompileRow, check_code_object
+    from escha_jit.offline import CompileRow
     from escha_jit.render import include_dir, render
     tc = toolchain_for(arch)
     tc.fingerprint()
@@ -86,9 +86,7 @@ def compile_cold(arch: str) -> list:
         except EschaError as e:
             rows.append(CompileRow(str(spec), time.perf_counter() - t0, False, error=str(e)))
             continue
-        dt = time.perf_counter() - t0
-        rows.append(CompileRow(str(spec), dt, False, code.resources.get(spec.kernel_name(), {}).get("registers"),
-                               problems=tuple(check_code_object(spec, code.binary, code.resources))))
+        rows.append(CompileRow.of_code(spec, time.perf_counter() - t0, False, code))
     return rows
 
 

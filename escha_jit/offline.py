@@ -20,6 +20,7 @@ from .errors import EschaError
 from .jit import compile_spec, toolchain_for
 from .kernels.registry import dynamic_smem, shipped_specs, smem_limit
 from .spec import KernelSpec, nvidia_sm
+from .toolchain.base import CodeObject
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,14 @@ class CompileRow:
     @property
     def ok(self) -> bool:
         return self.error is None and not self.problems
+
+    @classmethod
+    def of_code(cls, spec: KernelSpec, seconds: float, cached: bool, code: CodeObject) -> "CompileRow":
+        """The row of a compiled code object: its kernel's resources and
+        what check_code_object finds wrong with it."""
+        res = code.resources.get(spec.kernel_name(), {})
+        return cls(str(spec), seconds, cached, res.get("registers"), res.get("spill_bytes"), res.get("shared_bytes"),
+                   res.get("sgprs"), res.get("wavefront"), tuple(check_code_object(spec, code.binary, code.resources)))
 
 
 def check_code_object(spec: KernelSpec, binary: bytes, resources: dict) -> list[str]:
@@ -156,11 +165,8 @@ def _compile_one(args: tuple) -> CompileRow:
         entry = compile_spec(spec, extra, cache=KernelCache(cache_dir), toolchain=toolchain)
     except EschaError as e:
         return CompileRow(str(spec), time.perf_counter() - t0, False, error=str(e))
-    res = entry.code.resources.get(spec.kernel_name(), {})
-    return CompileRow(str(spec), entry.code.compile_seconds if entry.compiled else time.perf_counter() - t0,
-                      not entry.compiled, res.get("registers"), res.get("spill_bytes"), res.get("shared_bytes"),
-                      res.get("sgprs"), res.get("wavefront"), tuple(check_code_object(spec, entry.code.binary,
-                                                                                      entry.code.resources)))
+    return CompileRow.of_code(spec, entry.code.compile_seconds if entry.compiled else time.perf_counter() - t0,
+                              not entry.compiled, entry.code)
 
 
 def compile_all(arch: str, full: bool = True, cache_dir: Optional[str] = None, jobs: Optional[int] = None,

@@ -120,8 +120,9 @@ def _align(n: int, a: int = 16) -> int:
     return -(-n // a) * a
 
 
-XH_CHUNKS = 8          # include/escha/fused.h FusedLinear::XCHUNKS: most A chunks (xh=1, sm_90)
-EPILOGUE_M_TILES = 4   # include/escha/fused.h FusedLinear::EM: m tiles the epilogue stages at once
+# fused.h's FusedLinear::XCHUNKS and EM; the rendered kernel fails to compile where they disagree
+XH_CHUNKS = 8          # most A chunks (xh=1, sm_90): smem_layout keeps a mbarrier for each
+EPILOGUE_M_TILES = 4   # m tiles the epilogue stages at once: smem_layout sizes the staging region
 
 
 def x_chunks(blocks: int, resident: int) -> int:
@@ -229,7 +230,9 @@ def render_extra(spec: KernelSpec) -> dict:
     cfg = FusedConfig(**spec.params)
     return {"in_code": DTYPE_CODES[spec.in_dtype], "out_code": DTYPE_CODES[spec.out_dtype],
             "tr_bytes": smem_layout(cfg, spec.K, 1, 128).tr_bytes, "diag": cfg.diag, "xh": cfg.xh,
-            "i8": is_i8(spec), "dot": cfg.dot, "swap": cfg.swap, "cluster": cfg.cluster}
+            "i8": is_i8(spec), "dot": cfg.dot, "swap": cfg.swap, "cluster": cfg.cluster,
+            # what smem_layout sized for them; the kernel checks both (fused.hip.j2 static_asserts)
+            "epilogue_m_tiles": min(cfg.m_tiles, EPILOGUE_M_TILES), "xh_chunks": XH_CHUNKS}
 
 
 def _m_tiles(M: int) -> int:

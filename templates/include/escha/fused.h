@@ -114,7 +114,7 @@ struct FusedLinear {
     static_assert(TR_BYTES == WARPS * RING_WORDS * 4, "host and kernel disagree on the trellis ring size");
     static constexpr int RED_LD = COLS + 4;
     // the epilogue's m tiles per pass (rows ER), staged in the A operand's region when MT > 1
-    // (kernels/fused.py EPILOGUE_M_TILES sizes that region)
+    // (kernels/fused.py EPILOGUE_M_TILES sizes that region; fused.hip.j2 checks they agree)
     static constexpr int EM = MT < 4 ? MT : 4;
     static constexpr int ER = 16 * EM;
     // m_tiles 2..4: the A fragments' addresses and the weight copies' lane offsets are kept in
@@ -142,7 +142,8 @@ struct FusedLinear {
     static_assert(CL == 1 || ESCHA_CLUSTER_EXCHANGE, "clusters: sm_90's st.async and mbarriers");
     static_assert(KW == 1 || !WORDS, "K-sliced waves (WARPS = 16): the fp16 route only");
     // XH on sm_90: the A operand arrives in at most XCHUNKS chunks of whole steps (Args::x_chunks;
-    // kernels/fused.py smem_layout: 8 bytes of mbarrier per chunk after the zero bytes)
+    // kernels/fused.py smem_layout: 8 bytes of mbarrier per chunk after the zero bytes; XH_CHUNKS
+    // there, checked by fused.hip.j2)
     static constexpr int XCHUNKS = 8;
     // The output factors of the block's COLS columns (s_out, bias as fp32, rout as fp16) are copied
     // into the trellis ring once the main loop is done with it (where it is large enough), while the
