@@ -12,9 +12,11 @@ Run this on both trees before spending GPU time on an A/B:
 
 Per kernel: registers, spill bytes, blocks per SM that its registers allow (65536 per SM, per-thread
 counts rounded up to 8), and the innermost loop holding a matrix / dot-unit instruction (the main
-loop: instructions per step and per decoded weight, commonest opcodes, and SM cycles per trellis
-tile by issue slots and by pipe - the busiest is the loop's bound before the matrix unit's own
-time, see pipe_cycles). Writes JSON.
+loop: instructions per step and per decoded weight, the registers it names (``lregs``: well below
+``regs``, another part of the kernel set its register count - session 39 found the split-K
+finishing block doing so in most kernels), commonest opcodes, and SM cycles per trellis tile by
+issue slots and by pipe - the busiest is the loop's bound before the matrix unit's own time, see
+pipe_cycles). Writes JSON.
 """
 from __future__ import annotations
 
@@ -134,7 +136,7 @@ def stats(spec, cache: KernelCache, tool: str) -> dict:
     loop = main_loop(disassemble(entry.code.binary, tool)) or {}
     return dict(registers=regs, spill_bytes=res.get("spill_bytes") or 0,
                 blocks_by_registers=blocks_by_registers(regs, 32 * spec.params["warps"]) if regs else None,
-                loop_instructions=loop.get("instructions"),
+                loop_instructions=loop.get("instructions"), loop_registers=loop.get("registers"),
                 instructions_per_weight=(instructions_per_weight(loop["instructions"], spec.params)
                                          if loop else None),
                 pipes=pipe_cycles(loop["opcodes"], tiles_per_step(spec.params)) if loop else None,
@@ -166,7 +168,7 @@ def main(argv=None) -> None:
     cache = KernelCache(args.cache_dir)
     rows = {}
     moved = fewer_blocks = 0
-    print(f"{'kernel':<96} {'regs':>4} {'spill':>5} {'blk/SM':>6} {'loop':>5} {'i/w':>5} "
+    print(f"{'kernel':<96} {'regs':>4} {'spill':>5} {'blk/SM':>6} {'loop':>5} {'lregs':>5} {'i/w':>5} "
           f"{'cyc/tile':>8} {'bound':>9} {'unit':>4}  was")
     for name, (spec, keys) in specs.items():
         r = stats(spec, cache, tool)
@@ -181,7 +183,8 @@ def main(argv=None) -> None:
         pc = r["pipes"] or dict(bound="-", unit=0)
         cyc = pc[pc["bound"]] if r["pipes"] else 0
         print(f"{name:<96} {r['registers']:>4} {r['spill_bytes']:>5} {r['blocks_by_registers'] or '-':>6} "
-              f"{r['loop_instructions'] or '-':>5} {r['instructions_per_weight'] or 0:>5.2f} {cyc:>8.2f} "
+              f"{r['loop_instructions'] or '-':>5} {r['loop_registers'] or '-':>5} "
+              f"{r['instructions_per_weight'] or 0:>5.2f} {cyc:>8.2f} "
               f"{pc['bound']:>9} {pc['unit']:>4g}{note}", flush=True)
     if old:
         print(f"\n{moved} of {len(rows)} kernels changed registers or main loop; "

@@ -5,7 +5,7 @@ import os
 
 from escha_jit.autotune.table import Entry, TuningTable
 from escha_jit.kernels.fused import FusedConfig, FusedLaunch
-from escha_jit.toolchain.sass import instructions, main_loop, opcode
+from escha_jit.toolchain.sass import instructions, main_loop, opcode, registers_named
 
 _PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks", "sass_stats.py")
 _spec = importlib.util.spec_from_file_location("sass_stats", _PATH)
@@ -35,6 +35,15 @@ def test_main_loop_is_the_innermost_loop_with_the_unit():
     loop = main_loop(SASS)
     assert (loop["start"], loop["end"], loop["instructions"]) == (0x30, 0x70, 5)
     assert loop["opcodes"] == {"LOP3.LUT": 1, "IMAD": 1, "HMMA.16816.F32": 1, "ISETP.NE.AND": 1, "BRA": 1}
+
+
+def test_registers_the_loop_names():
+    # R6..R16 named; HMMA's R12 / R16 operands are single names here (no width modifier)
+    assert main_loop(SASS)["registers"] == 17
+    assert registers_named(["LDS.128 R20, [R2]", "IMAD R3, R4, R5, RZ"]) == 24      # R20..R23
+    assert registers_named(["LDG.E.64 R8, desc[UR4][R2.64]"]) == 10
+    assert registers_named(["MOV R1, c[0x0][0x28]", "IADD3 R2, RZ, UR5, RZ"]) == 3
+    assert registers_named(["EXIT"]) == 0
 
 
 def test_no_loop_with_the_unit():

@@ -85,4 +85,24 @@ def main_loop(sass: str, markers: tuple = LOOP_MARKERS) -> Optional[dict]:
     if best is None:
         return None
     ops = Counter(opcode(t) for _, t in best)
-    return dict(start=best[0][0], end=best[-1][0], instructions=len(best), opcodes=dict(ops.most_common()))
+    return dict(start=best[0][0], end=best[-1][0], instructions=len(best), opcodes=dict(ops.most_common()),
+                registers=registers_named(t for _, t in best))
+
+
+_REG = re.compile(r"\bR(\d+)\b")
+# destination widths beyond one register that an instruction's modifiers say (LDS.128: 4, .64: 2)
+_WIDE = re.compile(r"\.(64|128)\b")
+
+
+def registers_named(texts) -> int:
+    """One past the highest general register (R0..R254; not RZ, not uniform UR) the instructions
+    name, counting the registers a 64- / 128-bit operand spans: a lower bound of what the code
+    needs, next to which a kernel's register count says whether this code or another part of the
+    kernel set it."""
+    top = -1
+    for t in texts:
+        wide = _WIDE.search(opcode(t))
+        span = int(wide.group(1)) // 32 if wide else 1
+        for m in _REG.finditer(t):
+            top = max(top, int(m.group(1)) + span - 1)
+    return top + 1
