@@ -56,6 +56,10 @@ case "${1:-}" in
     timeout 560 python3 ab/R/benchmarks/bench_variants.py --dtypes f16 \
       --problems 4096x14336:2:mcg:64,4096x4096:2:mcg:64,14336x4096:2:mcg:64,8192x28672:2:mcg:64,4096x14336:4:mul1:32,4096x4096:4:mul1:32 \
       --variants "x_ring=2;warps=8,min_blocks=2,x_ring=3;warps=8,min_blocks=2,rows_per_stage=8,x_ring=3;warps=8,min_blocks=2,rows_per_stage=8,stages=3,x_ring=4" \
-      --out "$OUT/ring_variants_s39.json" 2>&1 | tee "$OUT/ring_variants_s39.log" | tail -30 ;;
+      --out "$OUT/ring_variants_s39.json" 2>&1 | tee "$OUT/ring_variants_s39.log" | tail -30
+    # where a ring block's time goes, next to the entry's (session 38's trace of the same problem)
+    timeout 120 python3 ab/R/benchmarks/trace_fused.py --out "$OUT/trace_ring_s39.json" \
+      --problems 4096x14336:2:mcg:64,4096x14336:2:mcg:64:warps=8:min_blocks=2:rows_per_stage=8:x_ring=3 \
+      2>&1 | tee "$OUT/trace_ring_s39.log" | tail -20 ;;
   *) echo "usage: $0 trees|gemm|ab1|ab2|ab3|ring"; exit 2 ;;
 esac
