@@ -15,6 +15,9 @@
 #   bash docs/experiments/s39-gpu-plan.sh ab3        # H / B at M = 1, 4, 16, 64 (fp16, K 2 / 4)
 #   bash docs/experiments/s39-gpu-plan.sh ring       # in ab/R: the M = 32 / 64 entries against x_ring
 #                                                    # variants that fit 2 blocks per SM
+#   TREE=ab/L bash docs/experiments/s39-gpu-plan.sh tune16   # the M = 16 entries re-tuned in a
+#                                                    # winning tree (the new table in $OUT: copy it
+#                                                    # into a copy of the tree and A/B the two trees)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-.out}; mkdir -p "$OUT"
@@ -61,5 +64,11 @@ case "${1:-}" in
     timeout 120 python3 ab/R/benchmarks/trace_fused.py --out "$OUT/trace_ring_s39.json" \
       --problems 4096x14336:2:mcg:64,4096x14336:2:mcg:64:warps=8:min_blocks=2:rows_per_stage=8:x_ring=3 \
       2>&1 | tee "$OUT/trace_ring_s39.log" | tail -20 ;;
-  *) echo "usage: $0 trees|gemm|ab1|ab2|ab3|ring"; exit 2 ;;
+  tune16)
+    # (a kernel change moves which configuration wins: session 12 re-tuned M = 16 after the chunks)
+    mkdir -p "$TREE/benchmarks" && cp -r benchmarks/*.py benchmarks/baselines "$TREE/benchmarks/"
+    export ESCHA_JIT_CACHE_DIR=/tmp/ect
+    timeout 560 python3 "$TREE/benchmarks/tune_shapes.py" --buckets 16 --dtypes f16 --onto "$TREE/tuning/sm_90.json" \
+      --out "$OUT/sm_90_m16_retuned_s39.json" 2>&1 | tail -20 ;;
+  *) echo "usage: $0 trees|gemm|ab1|ab2|ab3|ring|tune16"; exit 2 ;;
 esac
