@@ -33,35 +33,22 @@ inline Wave& wave() { return waves[my_wave]; }
 
 inline void wave_sync() { host::wave().bar->arrive_and_wait(); }
 
-inline float shfl_xor(float v, int mask) {
-    host::Wave& w = host::wave();
-    std::memcpy(&w.scratch[host::my_lane][0], &v, 4);
+namespace host {
+// The wave's lanes meet twice: each shows v, then takes the value lane `src` showed
+inline u32 lane_value(u32 v, int src) {
+    Wave& w = wave();
+    w.scratch[my_lane][0] = v;
     w.bar->arrive_and_wait();
-    float r;
-    std::memcpy(&r, &w.scratch[host::my_lane ^ mask][0], 4);
+    const u32 r = w.scratch[src & 31][0];
     w.bar->arrive_and_wait();
     return r;
 }
+}  // namespace host
 
+inline u32 shfl_xor(u32 v, int mask) { return host::lane_value(v, host::my_lane ^ mask); }
+inline float shfl_xor(float v, int mask) { return bit_cast<float>(shfl_xor(bit_cast<u32>(v), mask)); }
 // v of lane src (0..31): every lane of the wave takes part, as __shfl_sync(0xffffffff, ...) requires
-inline float shfl_idx(float v, int src) {
-    host::Wave& w = host::wave();
-    std::memcpy(&w.scratch[host::my_lane][0], &v, 4);
-    w.bar->arrive_and_wait();
-    float r;
-    std::memcpy(&r, &w.scratch[src & 31][0], 4);
-    w.bar->arrive_and_wait();
-    return r;
-}
-
-inline u32 shfl_xor(u32 v, int mask) {
-    host::Wave& w = host::wave();
-    w.scratch[host::my_lane][0] = v;
-    w.bar->arrive_and_wait();
-    const u32 r = w.scratch[host::my_lane ^ mask][0];
-    w.bar->arrive_and_wait();
-    return r;
-}
+inline float shfl_idx(float v, int src) { return bit_cast<float>(host::lane_value(bit_cast<u32>(v), src)); }
 
 // (hadamard.h's fp16_fits_or) the lanes vote through the wave's scratch
 inline bool wave_any(bool pred) {

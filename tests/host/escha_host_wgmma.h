@@ -41,13 +41,14 @@ namespace host {
     std::fprintf(stderr, "escha_host_wgmma: %s\n", what);
     std::abort();
 }
+// The 128-byte swizzle of a shared address: its 16-byte chunk bits (4-6) XOR its row bits (7-9)
+inline u32 swizzle128(u32 a) { return a ^ (((a >> 7) & 7u) << 4); }
 // The shared address of element (row r, k) of a K-major operand whose descriptor is d: rows of
 // 128 bytes, 8-row groups the stride byte offset apart, then the swizzle on the address bits.
 inline u32 operand_addr(u64 d, int r, int k) {
     if ((d >> 62) != 1) host::fail("only the 128-byte swizzle is emulated");
     const u32 start = (u32)(d & 0x3FFFu) << 4, sbo = (u32)((d >> 32) & 0x3FFFu) << 4;
-    const u32 a = start + (u32)(r / 8) * sbo + (u32)(r % 8) * 128u + 2u * (u32)k;
-    return a ^ (((a >> 7) & 7u) << 4);
+    return swizzle128(start + (u32)(r / 8) * sbo + (u32)(r % 8) * 128u + 2u * (u32)k);
 }
 inline float operand(u64 d, int r, int k) {
     half_t h;
@@ -95,9 +96,7 @@ inline void tma_load_2d(u32 dst, const TensorMap* map, int c0, int c1, u32 bar) 
         for (int c = 0; c < map->box_cols; ++c) {
             const int gr = c1 + r, gc = c0 + c;
             const half_t v = gr < map->rows && gc < map->cols ? map->base[(long long)gr * map->ld + gc] : (half_t)0;
-            u32 a = dst + (u32)r * 128u + 2u * (u32)c;
-            a ^= ((a >> 7) & 7u) << 4;
-            std::memcpy(smem_ptr(a), &v, 2);
+            std::memcpy(smem_ptr(host::swizzle128(dst + (u32)r * 128u + 2u * (u32)c)), &v, 2);
         }
     escha::host::mbar_update(bar, 0, -(int)(map->box_rows * map->box_cols * 2));
 }
