@@ -12,7 +12,7 @@
 #                                                    # moved to dynamic shared memory in 6808a84
 #   bash docs/experiments/s39-gpu-plan.sh ab1        # H / L / L1 at M = 16 (fp16; PERF.md's decode cells)
 #   bash docs/experiments/s39-gpu-plan.sh ab2        # H / L / L8 at M = 32, 64 (fp16, K 2 / 4)
-#   bash docs/experiments/s39-gpu-plan.sh ab3        # H / B at M = 1, 4, 16, 64 (fp16, K 2 / 4)
+#   bash docs/experiments/s39-gpu-plan.sh ab3        # H / B / LB (lazy + B) at M = 1, 4, 16, 64 (fp16, K 2 / 4)
 #   bash docs/experiments/s39-gpu-plan.sh ring       # in ab/R: the M = 32 / 64 entries against x_ring
 #                                                    # variants that fit 2 blocks per SM
 #   TREE=ab/L bash docs/experiments/s39-gpu-plan.sh tune16   # the M = 16 entries re-tuned in a
@@ -39,6 +39,7 @@ case "${1:-}" in
     grep -q "X_AHEAD = 1;" ab/L1/templates/include/escha/fused.h || exit 1
     tree L8 s39-lazy-x-chunks.diff s39-lazy-x-chunks-all-launches.diff
     tree B s39-last-block-loads.diff
+    tree LB s39-lazy-x-chunks.diff s39-last-block-loads.diff
     tree R s39-x-ring.diff ;;
   gemm)
     export PYTHONPATH=$PWD ESCHA_JIT_CACHE_DIR=/tmp/ec
@@ -51,7 +52,7 @@ case "${1:-}" in
       PREBUILD_ARGS="--ms=32,64 --dtypes=f16 --ks=2,4" bash scripts/ab_trees.sh ab/H ab/L ab/L8 ;;
   ab3)
     AB_CACHE_DIR=/tmp/abc ROUNDS=2 BENCH_ARGS="--ms=1,4,16,64 --dtypes=f16 --ks=2,4" \
-      PREBUILD_ARGS="--ms=1,4,16,64 --dtypes=f16 --ks=2,4" bash scripts/ab_trees.sh ab/H ab/B ;;
+      PREBUILD_ARGS="--ms=1,4,16,64 --dtypes=f16 --ks=2,4" bash scripts/ab_trees.sh ab/H ab/B ab/LB ;;
   ring)
     # (the variants keep the entry's splits; 8 waves with 2 blocks per SM is what the ring makes fit)
     mkdir -p ab/R/benchmarks && cp -r benchmarks/*.py benchmarks/baselines ab/R/benchmarks/
@@ -70,5 +71,14 @@ case "${1:-}" in
     export ESCHA_JIT_CACHE_DIR=/tmp/ect
     timeout 560 python3 "$TREE/benchmarks/tune_shapes.py" --buckets 16 --dtypes f16 --onto "$TREE/tuning/sm_90.json" \
       --out "$OUT/sm_90_m16_retuned_s39.json" 2>&1 | tail -20 ;;
-  *) echo "usage: $0 trees|gemm|ab1|ab2|ab3|ring|tune16"; exit 2 ;;
+  batch)
+    # (session 40: device starts were scarce; every step in one call, each A/B's files in its own
+    # folder of $OUT, a step skipped once the call has run $BUDGET seconds)
+    t0=$SECONDS; root=$OUT
+    for step in gemm ab1 ab3 ab2; do
+      [ $((SECONDS - t0)) -lt "${BUDGET:-420}" ] || { echo "skipped $step"; continue; }
+      echo "== $step at $((SECONDS - t0)) s"
+      OUT=$root/$step bash "$0" "$step" 2>&1 | tail -40
+    done ;;
+  *) echo "usage: $0 trees|gemm|ab1|ab2|ab3|ring|tune16|batch"; exit 2 ;;
 esac
