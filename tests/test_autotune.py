@@ -78,6 +78,30 @@ def test_candidates_fit_the_smem_formula():
         assert len({c.key() for c in cands}) == len(cands)
 
 
+def test_x_ring_candidates_only_where_measured():
+    """A operand rings are searched on sm_90 with xh 1 above one m tile (where they were measured),
+    each fitting the shared memory its ring needs, and they let 8 waves at 2 blocks per SM fit at
+    M = 64 where the whole K range does not; every candidate's kernel is a valid spec."""
+    from escha_jit.autotune.api import TUNE_GRID
+    from escha_jit.kernels import fused
+    grid = dict(TUNE_GRID, cluster=(1,))
+    for M in (1, 4, 16):
+        assert not any(c.cfg.x_ring for c in fused_candidates("sm_90", 2.0, 4096, 14336, M, 132, **grid)), M
+    assert not any(c.cfg.x_ring for c in fused_candidates("gfx1201", 2.0, 4096, 14336, 64, 32, **grid))
+    cands = fused_candidates("sm_90", 2.0, 4096, 14336, 64, 132, **grid)
+    rings = [c for c in cands if c.cfg.x_ring]
+    assert rings and all(c.cfg.x_ring == 3 and c.cfg.xh == 1 and c.cfg.cluster == 1 for c in rings)
+    for c in rings:
+        kr = 4096 // c.launch.splits
+        assert smem_layout(c.cfg, 2.0, 64, kr).total * c.cfg.min_blocks <= 227 * 1024
+        fused.spec_for("sm_90", 2.0, "mcg", "f16", "f16", c.cfg)
+    # the measured winner (4096x14336 M = 64, 4 splits): with the ring only
+    win = {(c.cfg.warps, c.cfg.rows_per_stage, c.cfg.stages, c.cfg.min_blocks, c.cfg.x_ring, c.launch.splits)
+           for c in cands}
+    assert (8, 8, 2, 2, 3, 4) in win and (8, 8, 2, 2, 0, 4) not in win
+    assert len({c.key() for c in cands}) == len(cands) and any("_xr3" in c.key() for c in rings)
+
+
 # ---------------------------------------------------------------- tables
 
 def _table():

@@ -236,6 +236,23 @@ def test_fused_kernel_on_host_sm90_xh_chunks(swap, M, x_chunks, big_rows, m_tile
           x_chunks=x_chunks)
 
 
+@pytest.mark.parametrize("x_ring,warps,M,m_tiles,splits,big_rows,IC,rows", [
+    (2, 8, 40, 4, 1, (33,), 1024, 4),   # 16 steps through 2 slots: 8 phases each, 3 m tiles staged in the ring's room
+    (3, 8, 16, 1, 2, (), 1024, 4),      # 8 steps through 3 slots, split-K
+    (4, 16, 21, 2, 1, (3,), 1024, 4),   # K slices: chunks of 2 steps, 8 chunks through 4 slots
+    (3, 16, 7, 1, 2, (), 1024, 4),      # K slices, 4 chunks through 3 slots (the last ones not reused)
+    (2, 16, 20, 2, 1, (), 768, 16),     # K slices, 3 steps: the last chunk one step (one K slice's)
+])
+def test_fused_kernel_on_host_sm90_x_ring(x_ring, warps, M, m_tiles, splits, big_rows, IC, rows):
+    # x_ring: the prep kernel's A operand streamed through a ring of chunks (full / empty mbarriers
+    # per slot, phases by lap), each wave sending its rows of a chunk ahead into the slot all
+    # waves have left
+    cfg = fused.FusedConfig(warps=warps, m_tiles=m_tiles, rows_per_stage=rows, stages=2, min_blocks=1, xh=1,
+                            x_ring=x_ring)
+    dt = "bf16" if big_rows else "f16"         # (the big rows' outputs leave fp16's range)
+    check("sm90", 2.0, "mcg", dt, dt, cfg, splits, M, IC, 256, big_rows=big_rows, seed=M + x_ring, segments=2)
+
+
 @pytest.mark.parametrize("cluster,warps,M,splits,OC,big_rows", [
     (2, 8, 9, 1, 256, ()),
     (2, 16, 16, 2, 256, ()),

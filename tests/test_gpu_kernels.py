@@ -485,6 +485,33 @@ def test_fused_xh_chunks_same_bits(cfg, launch, M, chunks, monkeypatch):
     assert rel_rms(y, ref) < 1e-3, rel_rms(y, ref)
 
 
+@pytest.mark.parametrize("cfg,launch,M,IC", [
+    # steps per K slice's chunk / slots / chunks: 16 through 2 slots (8 laps), 3 m tiles
+    (F.FusedConfig(warps=8, m_tiles=4, rows_per_stage=4, stages=2, min_blocks=1, xh=1, x_ring=2), F.FusedLaunch(1), 40,
+     1024),
+    # 8 steps through 3 slots, split-K; the tuned shape of session 40 (8 waves, 2 blocks per SM, M = 64)
+    (F.FusedConfig(warps=8, m_tiles=1, rows_per_stage=4, stages=3, xh=1, x_ring=3), F.FusedLaunch(2), 16, 1024),
+    (F.FusedConfig(warps=8, m_tiles=4, rows_per_stage=8, stages=2, min_blocks=2, xh=1, x_ring=3), F.FusedLaunch(4), 64,
+     4096),
+    # K slices: chunks of 2 steps through 4 slots; 3 steps with the last chunk one K slice's step
+    (F.FusedConfig(warps=16, m_tiles=2, rows_per_stage=4, stages=2, min_blocks=1, xh=1, x_ring=4), F.FusedLaunch(1), 21,
+     1024),
+    (F.FusedConfig(warps=16, m_tiles=2, rows_per_stage=16, stages=2, min_blocks=1, xh=1, x_ring=2), F.FusedLaunch(1), 20,
+     768),
+])
+@pytest.mark.parametrize("cb,dtype", [("mcg", torch.float16), ("mul1", torch.bfloat16)])
+def test_fused_x_ring_same_bits(cfg, launch, M, IC, cb, dtype):
+    """The A operand through a ring of x_ring one-step chunks (sm_90, xh 1) gives the bits of the
+    whole K range in shared memory (same products in the same order), within the reference's band."""
+    w = _layer(IC, 512, 2.0, cb, 37)
+    x = torch.randn(M, IC, device=DEV).to(dtype)
+    y_whole = F.fused_linear(x, w, cfg=dataclasses.replace(cfg, x_ring=0, min_blocks=1), launch=launch)
+    y = F.fused_linear(x, w, cfg=cfg, launch=launch)
+    assert torch.equal(y, y_whole), (cfg, launch, M, cb)
+    ref = x.double().cpu() @ R.dense_weight(w.to("cpu"))
+    assert rel_rms(y, ref) < 1e-3, rel_rms(y, ref)
+
+
 @pytest.mark.parametrize("cfg,launch,M", [
     (F.FusedConfig(warps=4, m_tiles=1, rows_per_stage=8, stages=3, xh=1), F.FusedLaunch(1), 1),
     (F.FusedConfig(warps=8, m_tiles=1, rows_per_stage=16, stages=2, xh=1), F.FusedLaunch(2), 4),

@@ -34,14 +34,18 @@ DEFAULT_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 # shapes (with 16 waves sharing it), the second on the wider ones (session 14). Clusters of column
 # groups sharing the in-kernel prologue (NVIDIA, M = 9..16 with xh 0): 2 at 4096x4096 M = 16 0.92-0.96x
 # the time (session 16), 4 won 9 of the 12 M = 16 problems of 4096x14336 (session 17); 8 was slower
-# wherever measured, and each size is one more kernel per xh 0 candidate to compile.
-TUNE_GRID = dict(warps=(4, 8, 16), rows=(4, 8, 16), stages=(2, 3), min_blocks=(1, 2), xh=(0, 1), cluster=(1, 2, 4))
+# wherever measured, and each size is one more kernel per xh 0 candidate to compile. The A operand
+# in a ring of 3 one-step chunks (sm_90, xh 1, M > 16): 8 waves at 2 blocks per SM fit at M = 64,
+# 0.84-0.94x the time of the tuned entries on 4096x14336 and 14336x4096 and slower elsewhere (H100,
+# session 40; a ring of 2 won nowhere that one of 3 did not win by more).
+TUNE_GRID = dict(warps=(4, 8, 16), rows=(4, 8, 16), stages=(2, 3), min_blocks=(1, 2), xh=(0, 1), cluster=(1, 2, 4),
+                 x_ring=(0, 3))
 GRID_AXES = tuple(TUNE_GRID)        # what tune_grid's overrides may name
 
 
 def tune_grid(overrides: Optional[Mapping[str, Sequence[int]]] = None) -> dict:
     """The grid tune() searches: TUNE_GRID with the axes named in ``overrides`` (warps, rows,
-    stages, min_blocks, xh, cluster) replaced, e.g.
+    stages, min_blocks, xh, cluster, x_ring) replaced, e.g.
     ``{"rows": (8, 16, 32)}``; each value is checked as FusedConfig checks it (ValueError naming
     the axis)."""
     grid = dict(TUNE_GRID)

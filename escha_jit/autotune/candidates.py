@@ -25,7 +25,9 @@ class Candidate:
         c, l = self.cfg, self.launch
         cl = f"_c{c.cluster}" if c.cluster > 1 else ""
         rl = f"_rl{c.reg_level}" if c.reg_level >= 0 else ""
-        return f"w{c.warps}_mt{c.m_tiles}_r{c.rows_per_stage}_s{c.stages}_b{c.min_blocks}_x{c.xh}{cl}{rl}_S{l.splits}"
+        xr = f"_xr{c.x_ring}" if c.x_ring else ""
+        return (f"w{c.warps}_mt{c.m_tiles}_r{c.rows_per_stage}_s{c.stages}_b{c.min_blocks}_x{c.xh}{cl}{xr}{rl}"
+                f"_S{l.splits}")
 
 
 def _divisors(n: int) -> list[int]:
@@ -34,11 +36,13 @@ def _divisors(n: int) -> list[int]:
 
 def fused_candidates(arch: str, K: float, IC: int, OC: int, M: int, sms: int,
                      warps=(4, 8), rows=(2, 4, 8), stages=(2, 3, 4), min_blocks=(1, 2, 3), xh=(0, 1),
-                     cluster=(1,), max_waves: float = 8.0, min_waves: float = 0.5) -> list[Candidate]:
+                     cluster=(1,), x_ring=(0,), max_waves: float = 8.0, min_waves: float = 0.5) -> list[Candidate]:
     """Every (config, launch) that fits the arch's shared memory and registers and tiles the
     problem; ordered deterministically. Cluster sizes above 1 apply where a cluster can share the
     prologue and where they were measured: NVIDIA, the fp16 route at M = 9..16 (above the swapped
-    route's M, one m tile) with the in-kernel prologue (xh 0), and OC/128 a multiple of the size."""
+    route's M, one m tile) with the in-kernel prologue (xh 0), and OC/128 a multiple of the size.
+    A operand rings (``x_ring`` above 0) likewise where measured: sm_90, xh 1, one block cluster,
+    more than one m tile (M > 16; kernels.fused.FusedConfig.x_ring)."""
     mt = 1
     while 16 * mt < M:
         mt *= 2
@@ -50,8 +54,10 @@ def fused_candidates(arch: str, K: float, IC: int, OC: int, M: int, sms: int,
     # clusters: measured at one m tile only (M = 9..16; session 16), so searched there only
     clusters = [c for c in cluster
                 if c == 1 or (has_clusters(arch) and SWAP_MAX_M < M <= 16 and groups % c == 0)]
-    for w, r, st, mb, xm, cl in itertools.product(warps, rows, stages, min_blocks, xh, clusters):
-        if cl > 1 and xm:
+    # A operand rings: measured at M = 32 / 64 only (H100, session 40), so searched above one m tile
+    rings = [x for x in x_ring if x == 0 or (has_clusters(arch) and mt > 1)]
+    for w, r, st, mb, xm, cl, xr in itertools.product(warps, rows, stages, min_blocks, xh, clusters, rings):
+        if (cl > 1 and xm) or (xr and (not xm or cl > 1)):
             continue
         # 16 waves (two K slices) run the fp16 route only: at M <= 8 NVIDIA takes the swapped route
         # (1.1-1.6x faster than the fp16 one, session 4), and gfx12's 64 KiB of LDS holds no doubled ring
@@ -61,7 +67,8 @@ def fused_candidates(arch: str, K: float, IC: int, OC: int, M: int, sms: int,
         regs_cap = REG_FILE.get(arch, 65536) // (threads * mb)
         if regs_cap < 64 + 8 * mt * max(1, 8 // w):        # accumulators + decode state must fit
             continue
-        cfg = FusedConfig(warps=w, m_tiles=mt, rows_per_stage=r, stages=st, min_blocks=mb, xh=xm, cluster=cl)
+        cfg = FusedConfig(warps=w, m_tiles=mt, rows_per_stage=r, stages=st, min_blocks=mb, xh=xm, cluster=cl,
+                          x_ring=xr)
         fitting = []
         for S in _divisors(IC // 128):
             kr = IC // S

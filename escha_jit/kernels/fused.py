@@ -77,6 +77,9 @@ class FusedConfig:
                               # default). The same code, allocated and scheduled differently: the same main
                               # loop ran -6 %..+6 % per kernel with ptxas's schedule alone (benchmarks/
                               # RESULTS.md sessions 29, 30), so the tuner tries levels on each winner
+    x_ring: int = 0           # NVIDIA sm_90, xh=1, fp16 route: the A operand in a ring of this many chunks
+                              # (2..4) of one step per K slice instead of the block's whole K range (0):
+                              # less shared memory per block, so more blocks per SM at M = 32..64
 
     def __post_init__(self):
         # a bad value would otherwise surface as a static_assert of the kernel source at compile time
@@ -88,12 +91,14 @@ class FusedConfig:
                                  ("min_blocks", (lambda v: v >= 1, ">= 1")), ("xh", flag), ("dot", flag), ("swap", flag),
                                  ("cluster", (lambda v: v in (1, 2, 4, 8), "1, 2, 4 or 8")),
                                  ("reg_level", (lambda v: -1 <= v <= 10, "0..10, or -1 (ptxas' default)")),
+                                 ("x_ring", (lambda v: v == 0 or 2 <= v <= 4, "0 (off) or 2..4 chunks")),
                                  ("diag", (lambda v: 0 <= v <= 4, "0..4"))):
             _check_field("FusedConfig", name, getattr(self, name), ok, want)
 
     def tile(self) -> dict:
         d = dataclasses.asdict(self)
-        for opt, off in (("diag", 0), ("dot", 0), ("swap", 0), ("cluster", 1), ("reg_level", -1)):   # off: not part of the spec
+        for opt, off in (("diag", 0), ("dot", 0), ("swap", 0), ("cluster", 1), ("reg_level", -1),   # off: not part of the spec
+                         ("x_ring", 0)):
             if d[opt] == off:                                                 # (keys stay as they were)
                 del d[opt]
         return d
@@ -152,6 +157,8 @@ def smem_layout(cfg: FusedConfig, K: float, M: int, kr: int, i8: bool = False) -
     elif cfg.swap:
         xs = _align(M * (kr + 16) * 4) + _align(mp * (kr // 128) * 4)   # half2 {x, x} words, mul1's x sums
     else:
+        if cfg.x_ring:                       # a ring of x_ring chunks of one step per K slice
+            kr = min(kr, cfg.x_ring * max(1, cfg.warps // 8) * 16 * cfg.rows_per_stage)
         xs = _align(M * (kr + 8) * 2)
         if cfg.m_tiles > 1:                  # the epilogue stages its m tiles here
             xs = max(xs, min(cfg.m_tiles, EPILOGUE_M_TILES) * red)
@@ -185,6 +192,10 @@ def spec_for(arch: str, K: float, codebook: str, in_dtype: str, out_dtype: str, 
     if cfg.swap and not swap_allowed(cfg, vendor_of(arch), codebook, act_quant):
         raise ValueError(f"config {cfg}: swap=1 needs NVIDIA, a codebook in {SWAP_CODEBOOKS}, one m tile "
                          f"and fp16/bf16 activations; got {arch}, {codebook}, act_quant={act_quant}")
+    if cfg.x_ring and (not has_clusters(arch) or not cfg.xh or cfg.swap or act_quant):
+        raise ValueError(f"config {cfg}: x_ring={cfg.x_ring} streams the prep kernel's A operand through bulk "
+                         f"copies and mbarriers (NVIDIA sm_90+, xh=1, swap=0, fp16/bf16 activations); got {arch}, "
+                         f"act_quant={act_quant}")
     if cfg.reg_level >= 0 and vendor_of(arch) != "nvidia":
         raise ValueError(f"config {cfg}: reg_level={cfg.reg_level} is a hint to NVIDIA's ptxas; got {arch}")
     op = "fused_i8" if act_quant == "int8" else "fused"
@@ -232,7 +243,7 @@ def render_extra(spec: KernelSpec) -> dict:
             "tr_bytes": smem_layout(cfg, spec.K, 1, 128).tr_bytes, "diag": cfg.diag, "xh": cfg.xh,
             "i8": is_i8(spec), "dot": cfg.dot, "swap": cfg.swap, "cluster": cfg.cluster,
             # what smem_layout sized for them; the kernel checks both (fused.hip.j2 static_asserts)
-            "epilogue_m_tiles": min(cfg.m_tiles, EPILOGUE_M_TILES), "xh_chunks": XH_CHUNKS}
+            "epilogue_m_tiles": min(cfg.m_tiles, EPILOGUE_M_TILES), "xh_chunks": XH_CHUNKS, "x_ring": cfg.x_ring}
 
 
 def _m_tiles(M: int) -> int:

@@ -93,7 +93,7 @@ ESCHA_DEVICE void fill(E (&x)[N], T v) {
 }
 
 template <int K2, int CB, typename in_t, typename out_t, int WARPS, int MT, int RB, int STAGES, int TR_BYTES,
-          bool XH, bool I8 = false, bool DOT = false, bool SW = false, int CL = 1>
+          bool XH, bool I8 = false, bool DOT = false, bool SW = false, int CL = 1, int XR = 0>
 struct FusedLinear {
     static constexpr int COLS = 128;                   // output columns per block (one Hadamard block)
     static constexpr int TILES_N = COLS / 16;           // 8 tile columns per block
@@ -171,6 +171,46 @@ struct FusedLinear {
         int x_chunks;                                  // XH, sm_90: chunks it arrives in (1..XCHUNKS)
     };
 
+    // XR > 0 (XH on sm_90, the fp16 route; kernels/fused.py FusedConfig.x_ring): the A operand lives
+    // in a ring of XR chunks of KW steps (every wave reads every chunk), not the whole K range: chunk c
+    // in slot c % XR, full[s] (M arrivals and their bytes) and empty[s] (one arrival per wave) per
+    // slot, phases by c / XR; chunk c + RING_AHEAD is sent when the waves reach chunk c, into the slot
+    // all waves have left. Less shared memory per block at M = 32..64: more blocks per SM.
+    static constexpr bool RING = XR > 0;
+    static constexpr int RING_STEPS = XR * KW;
+    static constexpr int RING_AHEAD = XR > 2 ? XR - 2 : 1;
+    static_assert(!RING || (XR >= 2 && XR <= 4 && XH && !WORDS && ESCHA_XH_CHUNKS),
+                  "x_ring: 2..4 chunks, the fp16 route's xh = 1 A operand on sm_90 (bulk copies, mbarriers)");
+
+    // XH, sm_90, the fp16 route, lane 0 of a wave: this wave's rows (wave, wave + WARPS, ...) of the
+    // A chunk of `n` steps from step s0, one bulk copy per row completing on the chunk's mbarrier
+    // `bar` (armed at block start for M arrivals; each copy announces its bytes).
+    ESCHA_DEVICE static void copy_x_chunk(const Args& p, u32 a_smem, int a_ld, int s0, int n, u32 bar, int wave,
+                                          int dst_step = -1) {
+        constexpr int EB = 2;                            // fp16
+        const int k0 = s0 * 16 * RB, d0 = (dst_step < 0 ? s0 : dst_step) * 16 * RB;
+        const u32 bytes = (u32)(n * 16 * RB * EB);
+        const unsigned char* src = reinterpret_cast<const unsigned char*>(p.xh) +
+                                   ((long long)blockIdx.y * p.k_split + k0) * EB;
+        #pragma unroll 1                                 // (a rare path inside the main loop: kept small)
+        for (int m = wave; m < p.M; m += WARPS) {
+            mbar_arrive_expect_tx(bar, bytes);
+            bulk_copy_to_shared(a_smem + (u32)((m * a_ld + d0) * EB), src + (long long)m * p.IC * EB, bytes, bar);
+        }
+    }
+
+    // RING: the A row length in shared memory (kernels/fused.py smem_layout), halves
+    ESCHA_DEVICE static int ring_halves(const Args& p) { return min(p.k_split, RING_STEPS * 16 * RB); }
+    // RING, lane 0 of a wave: its rows of chunk c (KW steps from step c * KW) into slot c % XR, once
+    // every wave has left the chunk that slot held (empty, phase by c / XR); `bars`: full[0..3],
+    // then empty[0..3]
+    ESCHA_DEVICE static void send_ring_chunk(const Args& p, u32 xs_addr, int c, int steps, u32 bars, int wave) {
+        const int slot = c % XR;
+        if (c >= XR) mbar_wait(bars + 32u + 8u * (u32)slot, (u32)((c / XR - 1) & 1));
+        copy_x_chunk(p, xs_addr, ring_halves(p) + 8, c * KW, min(KW, steps - c * KW), bars + 8u * (u32)slot, wave,
+                     slot * KW);
+    }
+
     ESCHA_DEVICE static void run(const Args& p, unsigned char* smem) {
         ESCHA_TRACE(0);                                      // block start
         // Kernels with the in-kernel prologue let a programmatic dependent that follows them be
@@ -182,7 +222,7 @@ struct FusedLinear {
         const int lane = threadIdx.x % ESCHA_WAVE, wave = wave_index();
         const int wcol = wave % CW, kslice = wave / CW;             // tile-column wave, K slice
         const int g = blockIdx.x, split = blockIdx.y;
-        const int xs_ld = p.k_split + 8;                            // halves; rows 16-byte aligned
+        const int xs_ld = (RING ? ring_halves(p) : p.k_split) + 8;  // halves; rows 16-byte aligned
         half_t* xs = reinterpret_cast<half_t*>(smem);               // [M][KR + 8] fp16 A operand
         u32* tr = reinterpret_cast<u32*>(smem + p.off_tr);
         float* red = reinterpret_cast<float*>(smem + p.off_red);
@@ -217,7 +257,7 @@ struct FusedLinear {
         // (KW == 1 spelled out here and for the step below: the compiler cannot see kslice is 0 then)
         const int my_steps = KW == 1 ? steps : (steps - kslice + KW - 1) / KW;
         // XH: steps per A chunk (the word routes' A side comes in one, see main_loop_words)
-        const int x_chunk_steps = WORDS ? steps : (steps + p.x_chunks - 1) / p.x_chunks;
+        const int x_chunk_steps = WORDS ? steps : RING ? KW : (steps + p.x_chunks - 1) / p.x_chunks;
         const u32* src0 = reinterpret_cast<const u32*>(p.code) +
                           ((long long)(row0 + kslice * RB) * tiles_n + g * TILES_N + wcol * TPW) * W32;
         // this lane's 16-byte pieces of a stage: shared offset and global offset, fixed per lane
@@ -259,7 +299,13 @@ struct FusedLinear {
         if (XH && threadIdx.x == 0) {
             // the A chunks' barriers (one arrival per row's copy, plus its bytes), at block start:
             // off the path from the dependency wait to the first copy
-            for (int c = 0; c * x_chunk_steps < steps; ++c) mbar_init(x_bars + 8u * (u32)c, p.M);
+            if constexpr (RING)
+                for (int s = 0; s < XR; ++s) {
+                    mbar_init(x_bars + 8u * (u32)s, p.M);
+                    mbar_init(x_bars + 32u + 8u * (u32)s, WARPS);
+                }
+            else
+                for (int c = 0; c * x_chunk_steps < steps; ++c) mbar_init(x_bars + 8u * (u32)c, p.M);
             fence_mbar_init();
         }
 #endif
@@ -314,10 +360,14 @@ struct FusedLinear {
             // (4096x14336; benchmarks/RESULTS.md session 12). The swapped route expanded fp16 rows
             // here until session 27: 2.9 us per block at M = 4 (8192x28672, session 26's trace).
             const int nchunks = (steps + x_chunk_steps - 1) / x_chunk_steps;
+            // RING: the first RING_AHEAD chunks (into slots 0..RING_AHEAD - 1); the main loop sends
+            // the rest. Sending every chunk's rows two ahead of the waves without a ring ran 1.007x the
+            // time at M = 16 (H100, session 40: docs/experiments/s39-lazy-x-chunks.diff).
+            const int sent = RING ? min(nchunks, RING_AHEAD) : nchunks;
             // lane 0 of each wave: a bulk copy takes uniform operands (per-lane values would make a
             // 32-way loop); chunk-major, so that chunk 0's copies go out first
             if (lane == 0)
-                for (int t = wave; t < p.M * nchunks; t += WARPS) {
+                for (int t = wave; t < p.M * sent; t += WARPS) {
                     const int c = t / p.M, m = t - c * p.M;
                     const int k0 = c * x_chunk_steps * 16 * RB;
                     const u32 bytes = (u32)(chunk_halves(c, steps, x_chunk_steps) * EB);
@@ -425,6 +475,8 @@ struct FusedLinear {
         u32 x_bar = x_bars;                                  // the next A chunk's mbarrier (XH)
         int x_next = 0;                                      // and its first step
 #endif
+        int rslot = 0;                                       // RING: this step's chunk's slot
+        u32 rphase = 0;                                      // and its full barrier's phase
 
         // ---- main loop: wave-private pipeline, decode all tiles of a step, then multiply
         RingCursor ring_at(src0, step_stride);
@@ -433,7 +485,15 @@ struct FusedLinear {
             async_wait<STAGES - 2>();
             wave_sync();
 #if ESCHA_XH_CHUNKS
-            if constexpr (KW == 1) {
+            if constexpr (RING) {
+                // every step of a wave is its step of chunk i: leave chunk i - 1, send chunk
+                // i + RING_AHEAD (into the slot all waves have left), wait for chunk i
+                if (lane == 0) {
+                    if (i > 0) mbar_arrive(x_bars + 32u + 8u * (u32)(rslot == 0 ? XR - 1 : rslot - 1));
+                    if ((i + RING_AHEAD) * KW < steps) send_ring_chunk(p, smem_addr(xs), i + RING_AHEAD, steps, x_bars, wave);
+                }
+                mbar_wait(x_bars + 8u * (u32)rslot, rphase);
+            } else if constexpr (KW == 1) {
                 if (XH && step == x_next) {                   // this step starts an A chunk: wait for it
                     mbar_wait(x_bar, 0);
                     x_bar += 8u;
@@ -495,7 +555,7 @@ struct FusedLinear {
                 #pragma unroll
                 for (int a = 0; a < MT; ++a) {
                     mu::AFrag af;
-                    mu::load_a_rows(af, a_addr[a] + (u32)(step * RB) * a_step[a] + 32u * (u32)r);
+                    mu::load_a_rows(af, a_addr[a] + (u32)((RING ? rslot * KW + kslice : step) * RB) * a_step[a] + 32u * (u32)r);
                     #pragma unroll
                     for (int b = 0; b < TPW; ++b) mu::mma(acc[a][b], af, bf[r][b]);
                 }
@@ -504,6 +564,12 @@ struct FusedLinear {
             if (prefetch) store_step_regs(ring_at.write, staged);
 #endif
             ring_at.advance(step_stride);
+            if constexpr (RING) {
+                if (++rslot == XR) {
+                    rslot = 0;
+                    rphase ^= 1u;
+                }
+            }
             wave_sync();      // every lane done reading this slot before it is refilled
         }
         }   // not I8
