@@ -182,6 +182,10 @@ struct FusedLinear {
     static_assert(!RING || (XR >= 2 && XR <= 4 && XH && !WORDS && ESCHA_XH_CHUNKS),
                   "x_ring: 2..4 chunks, the fp16 route's xh = 1 A operand on sm_90 (bulk copies, mbarriers)");
 
+    // RING: the A row length in shared memory (kernels/fused.py smem_layout), halves
+    ESCHA_DEVICE static int ring_halves(const Args& p) { return min(p.k_split, RING_STEPS * 16 * RB); }
+
+#if ESCHA_XH_CHUNKS      // (bulk copies and mbarriers: sm_90)
     // XH, sm_90, the fp16 route, lane 0 of a wave: this wave's rows (wave, wave + WARPS, ...) of the
     // A chunk of `n` steps from step s0, one bulk copy per row completing on the chunk's mbarrier
     // `bar` (armed at block start for M arrivals; each copy announces its bytes).
@@ -199,8 +203,6 @@ struct FusedLinear {
         }
     }
 
-    // RING: the A row length in shared memory (kernels/fused.py smem_layout), halves
-    ESCHA_DEVICE static int ring_halves(const Args& p) { return min(p.k_split, RING_STEPS * 16 * RB); }
     // RING, lane 0 of a wave: its rows of chunk c (KW steps from step c * KW) into slot c % XR, once
     // every wave has left the chunk that slot held (empty, phase by c / XR); `bars`: full[0..3],
     // then empty[0..3]
@@ -210,6 +212,7 @@ struct FusedLinear {
         copy_x_chunk(p, xs_addr, ring_halves(p) + 8, c * KW, min(KW, steps - c * KW), bars + 8u * (u32)slot, wave,
                      slot * KW);
     }
+#endif
 
     ESCHA_DEVICE static void run(const Args& p, unsigned char* smem) {
         ESCHA_TRACE(0);                                      // block start
