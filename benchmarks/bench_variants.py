@@ -7,7 +7,9 @@ the median of each), fp16 and / or bf16 activations. Prints a table and writes J
     python benchmarks/bench_variants.py --problems 8192x28672:2:mcg:1 --variants "diag=3" --dtypes f16
 
 A variant is comma-separated FusedConfig fields (``splits=N`` sets the launch's split count);
-several variants are separated by ';'. ``diag=3`` times the kernel without its x prologue's work
+several variants are separated by ';'. ``--adopt TABLE`` writes the shipped table of the GPU's arch
+with every problem's entry replaced by its fastest variant where that is at least ``--min-gain``
+faster (medians of the interleaved rounds; the entry records what it replaced). ``diag=3`` times the kernel without its x prologue's work
 (include/escha/fused.h ESCHA_FUSED_DIAG, timing studies only). Timing: a CUDA graph over distinct
 weight copies (escha_jit.autotune.measure.time_chain, the tuner's timer).
 """
@@ -26,6 +28,8 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks.bench_linear import run_meta  # noqa: E402
 from escha_jit.autotune.measure import Problem, copies_for, random_weights, time_chain  # noqa: E402
+from escha_jit.autotune.table import Entry, TuningTable, entry_key, shipped_table_path  # noqa: E402
+from escha_jit.ops.common import arch_of  # noqa: E402
 from escha_jit.kernels.fused import FusedLaunch  # noqa: E402
 from escha_jit.ops import fused as F  # noqa: E402
 from escha_jit.trellis import tile_words  # noqa: E402
@@ -57,11 +61,14 @@ def main(argv=None):
     ap.add_argument("--dtypes", default="f16,bf16")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--out", default="bench_variants.json")
+    ap.add_argument("--adopt", default="", metavar="TABLE_OUT",
+                    help="write the shipped table with each entry replaced by its fastest variant where faster")
+    ap.add_argument("--min-gain", type=float, default=0.03, help="--adopt: the least time saved, as a fraction")
     args = ap.parse_args(argv)
     variants = {v.strip(): parse_variant(v) for v in args.variants.split(";") if v.strip()}
     dev = torch.device("cuda")
     torch.manual_seed(0)
-    rows = []
+    rows, adopted = [], {}
     for spec in args.problems.split(","):
         shape, K, cb, M = spec.split(":")
         IC, OC = (int(s) for s in shape.split("x"))
@@ -95,10 +102,23 @@ def main(argv=None):
             rows.append(dict(problem=spec, dtype=dn, source=plan.source, cfg=dataclasses.asdict(c),
                              splits=plan.launch.splits, us=us, skipped=skipped,
                              ratio={n: us[n] / us["tuned"] for n in variants if n in us}))
+            best = min(us, key=us.get)
+            if best != "tuned" and us[best] <= (1 - args.min_gain) * us["tuned"]:
+                cfg, launch = runs[best]
+                adopted[entry_key("fused", K, cb, IC, OC, dn, M)] = Entry(cfg, launch, us[best], {
+                    "adopted": f"bench_variants {best!r}: {us[best] / us['tuned']:.3f}x the time of the "
+                               f"{plan.source} configuration", "replaced": {"config": dataclasses.asdict(plan.cfg),
+                                                                          "launch": dataclasses.asdict(plan.launch),
+                                                                          "us": round(us["tuned"], 3)}})
         del ws
         torch.cuda.empty_cache()
     with open(args.out, "w") as f:
         json.dump(dict(meta=run_meta(), variants=variants, rows=rows), f, indent=1)
+    if args.adopt:
+        table = TuningTable.load(shipped_table_path(arch_of(dev)))
+        table.entries.update(adopted)
+        table.save(args.adopt)
+        print(f"{len(adopted)} of {len(rows)} entries adopted a variant: {args.adopt}")
 
 
 if __name__ == "__main__":
