@@ -9,8 +9,9 @@ the median of each), fp16 and / or bf16 activations. Prints a table and writes J
 A variant is comma-separated FusedConfig fields (``splits=N`` sets the launch's split count);
 several variants are separated by ';'. ``--adopt TABLE`` writes the shipped table of the GPU's arch
 with every problem's entry replaced by its fastest variant where that is at least ``--min-gain``
-faster (medians of the interleaved rounds; the entry records what it replaced). ``diag=3`` times the kernel without its x prologue's work
-(include/escha/fused.h ESCHA_FUSED_DIAG, timing studies only). Timing: a CUDA graph over distinct
+faster (medians of the interleaved rounds; the entry records what it replaced). ``diag=3`` times
+the kernel without its x prologue's work (include/escha/fused.h ESCHA_FUSED_DIAG, timing studies
+only). Timing: a CUDA graph over distinct
 weight copies (escha_jit.autotune.measure.time_chain, the tuner's timer).
 """
 from __future__ import annotations
