@@ -10,7 +10,10 @@
 # variants: the M = 64 entries of 4096x14336 and 14336x4096 (where session 40's first variants won)
 #        against ring variants of them; the winners (>= 3 % faster) written into a copy of the table;
 # ab:    the package with the shipped table (ab/C) against the same package with the re-tuned one
-#        (ab/N), interleaved, 2 rounds, M = 64 on those shapes.
+#        (ab/N), interleaved, 2 rounds, M = 64 on those shapes, fp16 and bf16.
+#
+# Once `tests` passes: x_ring=(0, 3) into autotune/api.py TUNE_GRID (left out until then), and the
+# adopted table (after its A/B) into tuning/sm_90.json if the device was an H200.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-.out}; mkdir -p "$OUT"

@@ -36,10 +36,12 @@ DEFAULT_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 # the time (session 16), 4 won 9 of the 12 M = 16 problems of 4096x14336 (session 17); 8 was slower
 # wherever measured, and each size is one more kernel per xh 0 candidate to compile. The A operand
 # in a ring of 3 one-step chunks (sm_90, xh 1, M > 16): 8 waves at 2 blocks per SM fit at M = 64,
-# 0.84-0.94x the time of the tuned entries on 4096x14336 and 14336x4096 and slower elsewhere (H100,
-# session 40; a ring of 2 won nowhere that one of 3 did not win by more).
+# 0.82-0.94x the time of the tuned entries on 4096x14336 and 14336x4096 and slower elsewhere (H100,
+# session 40; a ring of 2 won nowhere that one of 3 did not win by more). Searched only when asked
+# (grid={"x_ring": (0, 3)}) until the merged kernel's GPU tests have run (tests/test_gpu_kernels.py
+# test_fused_x_ring_same_bits; session 40's lease ended first: docs/experiments/s40-gpu-plan.sh).
 TUNE_GRID = dict(warps=(4, 8, 16), rows=(4, 8, 16), stages=(2, 3), min_blocks=(1, 2), xh=(0, 1), cluster=(1, 2, 4),
-                 x_ring=(0, 3))
+                 x_ring=(0,))
 GRID_AXES = tuple(TUNE_GRID)        # what tune_grid's overrides may name
 
 
