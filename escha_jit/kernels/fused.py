@@ -140,7 +140,8 @@ def x_chunks(blocks: int, resident: int) -> int:
 
 
 def smem_layout(cfg: FusedConfig, K: float, M: int, kr: int, i8: bool = False) -> SmemLayout:
-    """Bytes of dynamic shared memory: A operand [M][kr + 8] fp16 (int8 route: [M][kr + 16] u32
+    """Bytes of dynamic shared memory: A operand [M][kr + 8] fp16 (x_ring: kr the ring's x_ring
+    steps per K slice, where that is less; int8 route: [M][kr + 16] u32
     words, then two fp32 [16*m_tiles][kr/128] dequantisation tables; swapped route: [M][kr + 16]
     u32 half2 words, then one fp32 [16*m_tiles][kr/128] table of x sums; m_tiles > 1: at least
     [16*min(m_tiles, EPILOGUE_M_TILES)][COLS + 4] fp32, where the epilogue stages its m tiles), one
@@ -152,17 +153,17 @@ def smem_layout(cfg: FusedConfig, K: float, M: int, kr: int, i8: bool = False) -
     mp = 16 * cfg.m_tiles
     w32 = tile_words(K) // 2
     red = 16 * (COLS + 4) * 4                              # one m tile of fp32 sums
+    kw = max(1, cfg.warps // 8)                            # K slices (waves per tile column)
     if i8:
         xs = _align(M * (kr + 16) * 4) + _align(2 * mp * (kr // 128) * 4)
     elif cfg.swap:
         xs = _align(M * (kr + 16) * 4) + _align(mp * (kr // 128) * 4)   # half2 {x, x} words, mul1's x sums
     else:
         if cfg.x_ring:                       # a ring of x_ring chunks of one step per K slice
-            kr = min(kr, cfg.x_ring * max(1, cfg.warps // 8) * 16 * cfg.rows_per_stage)
+            kr = min(kr, cfg.x_ring * kw * 16 * cfg.rows_per_stage)
         xs = _align(M * (kr + 8) * 2)
         if cfg.m_tiles > 1:                  # the epilogue stages its m tiles here
             xs = max(xs, min(cfg.m_tiles, EPILOGUE_M_TILES) * red)
-    kw = max(1, cfg.warps // 8)                            # K slices (waves per tile column)
     tr = cfg.stages * cfg.rows_per_stage * 8 * kw * w32 * 4    # warps x private rings of (8*kw/warps) tile columns
     ex = _align((mp + 4) * 4 + 64 * cfg.rows_per_stage + 8 * XH_CHUNKS)
     return SmemLayout(xs, xs + tr, xs + tr + red, xs + tr + red + ex, tr)

@@ -179,20 +179,22 @@ struct FusedLinear {
     static constexpr bool RING = XR > 0;
     static constexpr int RING_STEPS = XR * KW;
     static constexpr int RING_AHEAD = XR > 2 ? XR - 2 : 1;
+    static constexpr u32 RING_EMPTY = 8u * 4;          // bytes from full[0] to empty[0]: full[0..3], empty[0..3]
     static_assert(!RING || (XR >= 2 && XR <= 4 && XH && !WORDS && ESCHA_XH_CHUNKS),
                   "x_ring: 2..4 chunks, the fp16 route's xh = 1 A operand on sm_90 (bulk copies, mbarriers)");
+    static_assert(!RING || XCHUNKS >= 8, "x_ring: its 4 full and 4 empty mbarriers live in the A chunks' room");
 
     // RING: the A row length in shared memory (kernels/fused.py smem_layout), halves
     ESCHA_DEVICE static int ring_halves(const Args& p) { return min(p.k_split, RING_STEPS * 16 * RB); }
 
 #if ESCHA_XH_CHUNKS      // (bulk copies and mbarriers: sm_90)
     // XH, sm_90, the fp16 route, lane 0 of a wave: this wave's rows (wave, wave + WARPS, ...) of the
-    // A chunk of `n` steps from step s0, one bulk copy per row completing on the chunk's mbarrier
-    // `bar` (armed at block start for M arrivals; each copy announces its bytes).
+    // A chunk of `n` steps from step s0, into the rows' steps from dst_step on, one bulk copy per row
+    // completing on the chunk's mbarrier `bar` (armed for M arrivals; each copy announces its bytes).
     ESCHA_DEVICE static void copy_x_chunk(const Args& p, u32 a_smem, int a_ld, int s0, int n, u32 bar, int wave,
-                                          int dst_step = -1) {
+                                          int dst_step) {
         constexpr int EB = 2;                            // fp16
-        const int k0 = s0 * 16 * RB, d0 = (dst_step < 0 ? s0 : dst_step) * 16 * RB;
+        const int k0 = s0 * 16 * RB, d0 = dst_step * 16 * RB;
         const u32 bytes = (u32)(n * 16 * RB * EB);
         const unsigned char* src = reinterpret_cast<const unsigned char*>(p.xh) +
                                    ((long long)blockIdx.y * p.k_split + k0) * EB;
@@ -204,11 +206,10 @@ struct FusedLinear {
     }
 
     // RING, lane 0 of a wave: its rows of chunk c (KW steps from step c * KW) into slot c % XR, once
-    // every wave has left the chunk that slot held (empty, phase by c / XR); `bars`: full[0..3],
-    // then empty[0..3]
+    // every wave has left the chunk that slot held (empty, phase by c / XR); `bars`: full[0]
     ESCHA_DEVICE static void send_ring_chunk(const Args& p, u32 xs_addr, int c, int steps, u32 bars, int wave) {
         const int slot = c % XR;
-        if (c >= XR) mbar_wait(bars + 32u + 8u * (u32)slot, (u32)((c / XR - 1) & 1));
+        if (c >= XR) mbar_wait(bars + RING_EMPTY + 8u * (u32)slot, (u32)((c / XR - 1) & 1));
         copy_x_chunk(p, xs_addr, ring_halves(p) + 8, c * KW, min(KW, steps - c * KW), bars + 8u * (u32)slot, wave,
                      slot * KW);
     }
@@ -305,7 +306,7 @@ struct FusedLinear {
             if constexpr (RING)
                 for (int s = 0; s < XR; ++s) {
                     mbar_init(x_bars + 8u * (u32)s, p.M);
-                    mbar_init(x_bars + 32u + 8u * (u32)s, WARPS);
+                    mbar_init(x_bars + RING_EMPTY + 8u * (u32)s, WARPS);
                 }
             else
                 for (int c = 0; c * x_chunk_steps < steps; ++c) mbar_init(x_bars + 8u * (u32)c, p.M);
@@ -492,7 +493,7 @@ struct FusedLinear {
                 // every step of a wave is its step of chunk i: leave chunk i - 1, send chunk
                 // i + RING_AHEAD (into the slot all waves have left), wait for chunk i
                 if (lane == 0) {
-                    if (i > 0) mbar_arrive(x_bars + 32u + 8u * (u32)(rslot == 0 ? XR - 1 : rslot - 1));
+                    if (i > 0) mbar_arrive(x_bars + RING_EMPTY + 8u * (u32)(rslot == 0 ? XR - 1 : rslot - 1));
                     if ((i + RING_AHEAD) * KW < steps) send_ring_chunk(p, smem_addr(xs), i + RING_AHEAD, steps, x_bars, wave);
                 }
                 mbar_wait(x_bars + 8u * (u32)rslot, rphase);
