@@ -502,14 +502,15 @@ def test_fused_xh_chunks_same_bits(cfg, launch, M, chunks, monkeypatch):
 @pytest.mark.parametrize("cb,dtype", [("mcg", torch.float16), ("mul1", torch.bfloat16)])
 def test_fused_x_ring_same_bits(cfg, launch, M, IC, cb, dtype):
     """The A operand through a ring of x_ring one-step chunks (sm_90, xh 1) gives the bits of the
-    whole K range in shared memory (same products in the same order), within the reference's band."""
+    whole K range in shared memory (same products in the same order), within the reference's band
+    for the dtype (bf16 outputs: 1.6-1.7e-3 on the H100, session 41)."""
     w = _layer(IC, 512, 2.0, cb, 37)
     x = torch.randn(M, IC, device=DEV).to(dtype)
     y_whole = F.fused_linear(x, w, cfg=dataclasses.replace(cfg, x_ring=0, min_blocks=1), launch=launch)
     y = F.fused_linear(x, w, cfg=cfg, launch=launch)
     assert torch.equal(y, y_whole), (cfg, launch, M, cb)
     ref = x.double().cpu() @ R.dense_weight(w.to("cpu"))
-    assert rel_rms(y, ref) < 1e-3, rel_rms(y, ref)
+    assert rel_rms(y, ref) < TOL[dtype], rel_rms(y, ref)
 
 
 @pytest.mark.parametrize("cfg,launch,M", [
