@@ -117,6 +117,12 @@ def main(argv=None):
         json.dump(dict(meta=run_meta(), variants=variants, rows=rows), f, indent=1)
     if args.adopt:
         table = TuningTable.load(shipped_table_path(arch_of(dev)))
+        for key, e in adopted.items():
+            # the tuner's time of the heuristic configuration stays with the entry (every shipped entry
+            # is held to it: tests/test_autotune.py); where the heuristic itself was replaced, its time here
+            old = table.entries.get(key)
+            heur = old.extra.get("heuristic_us") if old is not None else None
+            e.extra["heuristic_us"] = heur if heur is not None else e.extra["replaced"]["us"]
         table.entries.update(adopted)
         table.save(args.adopt)
         print(f"{len(adopted)} of {len(rows)} entries adopted a variant: {args.adopt}")
