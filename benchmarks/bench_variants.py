@@ -9,7 +9,8 @@ the median of each), fp16 and / or bf16 activations. Prints a table and writes J
 A variant is comma-separated FusedConfig fields (``splits=N`` sets the launch's split count);
 several variants are separated by ';'. ``--adopt TABLE`` writes the shipped table of the GPU's arch
 with every problem's entry replaced by its fastest variant where that is at least ``--min-gain``
-faster (medians of the interleaved rounds; the entry records what it replaced). ``diag=3`` times
+faster (medians of the interleaved rounds; the entry records what it replaced). Both files are
+rewritten after every problem, so a run cut short keeps what it measured. ``diag=3`` times
 the kernel without its x prologue's work (include/escha/fused.h ESCHA_FUSED_DIAG, timing studies
 only). Timing: a CUDA graph over distinct
 weight copies (escha_jit.autotune.measure.time_chain, the tuner's timer).
@@ -70,6 +71,7 @@ def main(argv=None):
     dev = torch.device("cuda")
     torch.manual_seed(0)
     rows, adopted = [], {}
+    meta = run_meta()
     for spec in args.problems.split(","):
         shape, K, cb, M = spec.split(":")
         IC, OC = (int(s) for s in shape.split("x"))
@@ -113,8 +115,17 @@ def main(argv=None):
                                                                           "us": round(us["tuned"], 3)}})
         del ws
         torch.cuda.empty_cache()
+        # after every problem: a run cut short (the device's per-call limit) keeps what it measured
+        write_results(args, meta, rows, variants, adopted, dev)
+    if args.adopt:
+        print(f"{len(adopted)} of {len(rows)} entries adopted a variant: {args.adopt}")
+
+
+def write_results(args, meta: dict, rows: list, variants: dict, adopted: dict, dev) -> None:
+    """The rows so far as JSON (``--out``) and, with ``--adopt``, the shipped table with the entries
+    adopted so far."""
     with open(args.out, "w") as f:
-        json.dump(dict(meta=run_meta(), variants=variants, rows=rows), f, indent=1)
+        json.dump(dict(meta=meta, variants=variants, rows=rows), f, indent=1)
     if args.adopt:
         table = TuningTable.load(shipped_table_path(arch_of(dev)))
         for key, e in adopted.items():
@@ -122,10 +133,9 @@ def main(argv=None):
             # is held to it: tests/test_autotune.py); where the heuristic itself was replaced, its time here
             old = table.entries.get(key)
             heur = old.extra.get("heuristic_us") if old is not None else None
-            e.extra["heuristic_us"] = heur if heur is not None else e.extra["replaced"]["us"]
+            e.extra.setdefault("heuristic_us", heur if heur is not None else e.extra["replaced"]["us"])
         table.entries.update(adopted)
         table.save(args.adopt)
-        print(f"{len(adopted)} of {len(rows)} entries adopted a variant: {args.adopt}")
 
 
 if __name__ == "__main__":
