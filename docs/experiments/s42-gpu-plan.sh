@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Session 42's device runs (what session 41 left for lack of device time). Build the tree here first
+# (`bash docs/experiments/s42-gpu-plan.sh tree`: ab/C = this checkout's package and table), then on
+# the device with carry ["ab"], one step per call (each fits the 600 s call limit):
+#
+#   decode  the 144 PERF.md decode cells with the shipped table (session 41 moved 11 M = 16 entries to
+#           re-checked ptxas levels after its last full run): the standing figure, 2 runs
+#   levels BUCKET   (1 or 4) each of that bucket's 48 entries at ptxas levels -1 / 0 / 10, the ones
+#           >= 2 % faster adopted into $OUT/sm_90_m<BUCKET>_levels_s42.json (written after every
+#           problem: a cut run keeps its part), then an A/B of that table against the shipped one
+#           over the bucket's cells. Session 41's M = 16 pass: 11 of 48, 0.9878x the time.
+#   ring32  the M = 32 entries against A operand ring variants (H100, session 40: mostly slower, 4096x4096
+#           0.963x); adopted at >= 3 %, A/B'd
+#
+# A table whose A/B is below 1 goes into tuning/sm_90.json if the device was an H200 (the entries
+# carry what they replaced; merge only the entries with "adopted", as session 41 did).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-.out}; mkdir -p "$OUT"
+problems() {       # the PERF.md problems at bucket M
+  local P=""; for s in 4096x4096 4096x14336 14336x4096 8192x28672; do for K in 2 3 4; do for cb in mcg mul1; do
+    P="$P,$s:$K:$cb:$1"; done; done; done; echo "${P#,}"
+}
+adopt_and_ab() {   # M, variants, min gain, tag
+  export ESCHA_JIT_CACHE_DIR=/tmp/ec_$4
+  timeout 330 python3 benchmarks/bench_variants.py --problems "$(problems "$1")" --dtypes f16,bf16 --rounds 3 \
+    --variants "$2" --min-gain "$3" --out "$OUT/$4.json" --adopt "$OUT/sm_90_$4.json" > "$OUT/$4.log" 2>&1
+  tail -1 "$OUT/$4.log"
+  [ -f "$OUT/sm_90_$4.json" ] || { echo "no adopted table"; return 1; }
+  rm -rf ab/N && cp -r ab/C ab/N && cp "$OUT/sm_90_$4.json" ab/N/tuning/sm_90.json
+  AB_CACHE_DIR=/tmp/abc_$4 ROUNDS=2 BENCH_ARGS="--ms=$1" PREBUILD_ARGS="--ms=$1" OUT=$OUT/ab_$4 \
+    timeout 230 bash scripts/ab_trees.sh ab/C ab/N | tail -3
+}
+case "${1:-}" in
+  tree)
+    rm -rf ab/C && mkdir -p ab/C && cp -r escha_jit templates tuning ab/C/ && find ab/C -name __pycache__ -prune -exec rm -rf {} + ;;
+  decode)
+    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+    export ESCHA_JIT_CACHE_DIR=/tmp/ecd
+    for r in 1 2; do
+      timeout 280 python3 benchmarks/bench_linear.py --prefill-ms= --out "$OUT/bench_decode_s42_r$r.json" \
+        > "$OUT/bench_decode_s42_r$r.log" 2>&1; tail -3 "$OUT/bench_decode_s42_r$r.log"
+    done ;;
+  levels)
+    [ "${2:-}" = 1 ] || [ "${2:-}" = 4 ] || { echo "levels 1|4"; exit 2; }
+    adopt_and_ab "$2" "reg_level=-1;reg_level=0;reg_level=10" 0.02 "m$2_levels_s42" ;;
+  ring32)
+    adopt_and_ab 32 "x_ring=3;warps=8,min_blocks=2,x_ring=3;warps=16,x_ring=3" 0.03 "m32_ring_s42" ;;
+  *) echo "usage: $0 tree|decode|levels 1|levels 4|ring32"; exit 2 ;;
+esac
