@@ -9,8 +9,13 @@
 #           >= 2 % faster adopted into $OUT/sm_90_m<BUCKET>_levels_s42.json (written after every
 #           problem: a cut run keeps its part), then an A/B of that table against the shipped one
 #           over the bucket's cells. Session 41's M = 16 pass: 11 of 48, 0.9878x the time.
-#   ring32  the M = 32 entries against A operand ring variants (H100, session 40: mostly slower, 4096x4096
-#           0.963x); adopted at >= 3 %, A/B'd
+#   ring64 / ring32   the M = 64 / 32 entries against A operand ring variants at FEWER splits: the ring
+#           lets a block hold its whole K range (S = 1: 4096x14336's 112 blocks with no partials, no
+#           finishing block), which the A operand in shared memory never allowed (64 rows x 4096 fp16
+#           = 512 KB). Session 40/41 timed rings only at each entry's own split (0.83-0.96x at M = 64);
+#           the per-block trace (M = 64, S = 4) had the main loop at about half of a block's time.
+#           Variants (no spills, sm_90 NVRTC 13.5, session 41): 16 waves with 8 rows x 3 stages
+#           (133-158 KB at M = 64), 8 waves at 2 blocks per SM; adopted at >= 3 %, A/B'd
 #
 # A table whose A/B is below 1 goes into tuning/sm_90.json if the device was an H200 (the entries
 # carry what they replaced; merge only the entries with "adopted", as session 41 did).
@@ -44,7 +49,11 @@ case "${1:-}" in
   levels)
     [ "${2:-}" = 1 ] || [ "${2:-}" = 4 ] || { echo "levels 1|4"; exit 2; }
     adopt_and_ab "$2" "reg_level=-1;reg_level=0;reg_level=10" 0.02 "m$2_levels_s42" ;;
+  ring64)
+    W16="warps=16,rows_per_stage=8,stages=3,min_blocks=1,xh=1,x_ring=3"; W8="warps=8,rows_per_stage=8,stages=2,min_blocks=2,xh=1,x_ring=3"
+    adopt_and_ab 64 "$W16,splits=1;$W16,splits=2;$W8,splits=1;$W8,splits=2" 0.03 "m64_ring_s42" ;;
   ring32)
-    adopt_and_ab 32 "x_ring=3;warps=8,min_blocks=2,x_ring=3;warps=16,x_ring=3" 0.03 "m32_ring_s42" ;;
-  *) echo "usage: $0 tree|decode|levels 1|levels 4|ring32"; exit 2 ;;
+    W16="warps=16,rows_per_stage=16,stages=2,min_blocks=1,xh=1,x_ring=3"; W8="warps=8,rows_per_stage=8,stages=2,min_blocks=2,xh=1,x_ring=3"
+    adopt_and_ab 32 "$W16,splits=1;$W16,splits=2;$W8,splits=1;$W8,splits=2" 0.03 "m32_ring_s42" ;;
+  *) echo "usage: $0 tree|decode|levels 1|levels 4|ring64|ring32"; exit 2 ;;
 esac
