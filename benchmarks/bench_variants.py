@@ -9,7 +9,8 @@ the median of each), fp16 and / or bf16 activations. Prints a table and writes J
 A variant is comma-separated FusedConfig fields (``splits=N`` sets the launch's split count);
 several variants are separated by ';'. ``--adopt TABLE`` writes the shipped table of the GPU's arch
 with every problem's entry replaced by its fastest variant where that is at least ``--min-gain``
-faster (medians of the interleaved rounds; the entry records what it replaced). Both files are
+faster and keeps to registers (medians of the interleaved rounds; the configuration it replaced
+becomes its runner-up). Both files are
 rewritten after every problem, so a run cut short keeps what it measured. ``diag=3`` times
 the kernel without its x prologue's work (include/escha/fused.h ESCHA_FUSED_DIAG, timing studies
 only). Timing: a CUDA graph over distinct
@@ -105,20 +106,36 @@ def main(argv=None):
             rows.append(dict(problem=spec, dtype=dn, source=plan.source, cfg=dataclasses.asdict(c),
                              splits=plan.launch.splits, us=us, skipped=skipped,
                              ratio={n: us[n] / us["tuned"] for n in variants if n in us}))
-            best = min(us, key=us.get)
-            if best != "tuned" and us[best] <= (1 - args.min_gain) * us["tuned"]:
+            best = adoptable(us, runs, args.min_gain, arch_of(dev), K, cb, dn) if args.adopt else None
+            if best is not None:
                 cfg, launch = runs[best]
+                # the configuration it replaced is its runner-up: what dispatch takes where this
+                # machine's compiler makes the adopted kernel spill (ops.fused.table_choice)
                 adopted[entry_key("fused", K, cb, IC, OC, dn, M)] = Entry(cfg, launch, us[best], {
                     "adopted": f"bench_variants {best!r}: {us[best] / us['tuned']:.3f}x the time of the "
-                               f"{plan.source} configuration", "replaced": {"config": dataclasses.asdict(plan.cfg),
-                                                                          "launch": dataclasses.asdict(plan.launch),
-                                                                          "us": round(us["tuned"], 3)}})
+                               f"{plan.source} configuration (its runner_up here)",
+                    "runner_up": {"config": dataclasses.asdict(plan.cfg), "launch": dataclasses.asdict(plan.launch),
+                                  "us": round(us["tuned"], 3)}})
         del ws
         torch.cuda.empty_cache()
         # after every problem: a run cut short (the device's per-call limit) keeps what it measured
         write_results(args, meta, rows, variants, adopted, dev)
     if args.adopt:
         print(f"{len(adopted)} of {len(rows)} entries adopted a variant: {args.adopt}")
+
+
+def adoptable(us: dict, runs: dict, min_gain: float, arch: str, K: float, cb: str, dn: str):
+    """The fastest variant at least ``min_gain`` faster than the dispatched configuration whose kernel
+    keeps to registers under this machine's compiler (the tuner rejects spilling kernels, and so
+    does dispatch: ops.fused.table_choice), or None."""
+    for name in sorted(us, key=us.get):
+        if name == "tuned" or us[name] > (1 - min_gain) * us["tuned"]:
+            return None
+        spilled = F.local_memory_bytes(arch, K, cb, dn, dn, runs[name][0])
+        if not spilled:
+            return name
+        log.warning("%s %s: variant %r spills %d bytes: not adopted", K, cb, name, spilled)
+    return None
 
 
 def write_results(args, meta: dict, rows: list, variants: dict, adopted: dict, dev) -> None:
@@ -133,7 +150,7 @@ def write_results(args, meta: dict, rows: list, variants: dict, adopted: dict, d
             # is held to it: tests/test_autotune.py); where the heuristic itself was replaced, its time here
             old = table.entries.get(key)
             heur = old.extra.get("heuristic_us") if old is not None else None
-            e.extra.setdefault("heuristic_us", heur if heur is not None else e.extra["replaced"]["us"])
+            e.extra.setdefault("heuristic_us", heur if heur is not None else e.extra["runner_up"]["us"])
         table.entries.update(adopted)
         table.save(args.adopt)
 
