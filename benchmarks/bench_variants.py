@@ -10,11 +10,10 @@ A variant is comma-separated FusedConfig fields (``splits=N`` sets the launch's 
 several variants are separated by ';'. ``--adopt TABLE`` writes the shipped table of the GPU's arch
 with every problem's entry replaced by its fastest variant where that is at least ``--min-gain``
 faster and keeps to registers (medians of the interleaved rounds; the configuration it replaced
-becomes its runner-up). Both files are
-rewritten after every problem, so a run cut short keeps what it measured. ``diag=3`` times
-the kernel without its x prologue's work (include/escha/fused.h ESCHA_FUSED_DIAG, timing studies
-only). Timing: a CUDA graph over distinct
-weight copies (escha_jit.autotune.measure.time_chain, the tuner's timer).
+becomes its runner-up). Both files are rewritten after every problem, so a run cut short keeps what
+it measured. ``diag=3`` times the kernel without its x prologue's work (include/escha/fused.h
+ESCHA_FUSED_DIAG, timing studies only). Timing: a CUDA graph over distinct weight copies
+(escha_jit.autotune.measure.time_chain, the tuner's timer).
 """
 from __future__ import annotations
 

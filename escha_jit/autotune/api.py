@@ -37,9 +37,9 @@ DEFAULT_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 # wherever measured, and each size is one more kernel per xh 0 candidate to compile. The A operand
 # in a ring of 3 one-step chunks (sm_90, xh 1, M > 16): 8 waves at 2 blocks per SM fit at M = 64,
 # 0.83-0.96x the time of the tuned entries on 4096x14336 and 14336x4096 and slower elsewhere (H200,
-# session 41: 21 of 24 entries took a ring variant, 0.902x the time over them in an A/B; the H100 alike, session 40;
-# a ring of 2 won nowhere that one of 3 did not win by more); its GPU tests (same bits as the whole K
-# range) pass.
+# session 41: 21 of 24 entries took a ring variant, 0.902x the time over them in an A/B; the H100
+# alike, session 40; a ring of 2 won nowhere that one of 3 did not win by more); its GPU tests (same
+# bits as the whole K range) pass.
 TUNE_GRID = dict(warps=(4, 8, 16), rows=(4, 8, 16), stages=(2, 3), min_blocks=(1, 2), xh=(0, 1), cluster=(1, 2, 4),
                  x_ring=(0, 3))
 GRID_AXES = tuple(TUNE_GRID)        # what tune_grid's overrides may name
