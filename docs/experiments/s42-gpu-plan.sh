@@ -3,6 +3,8 @@
 # (`bash docs/experiments/s42-gpu-plan.sh tree`: ab/C = this checkout's package and table), then on
 # the device with carry ["ab"], one step per call (each fits the 600 s call limit):
 #
+#   suite   the whole GPU suite on this tree (session 41 ran it on e4e6fdc, on an H100: 687 passed;
+#           since then the table's ring and level entries and tests/test_bench_variants.py)
 #   decode  the 144 PERF.md decode cells with the shipped table (session 41 moved 11 M = 16 entries to
 #           re-checked ptxas levels after its last full run): the standing figure, 2 runs
 #   levels BUCKET   (1 or 4) each of that bucket's 48 entries at ptxas levels -1 / 0 / 10, the ones
@@ -39,6 +41,10 @@ adopt_and_ab() {   # M, variants, min gain, tag
 case "${1:-}" in
   tree)
     rm -rf ab/C && mkdir -p ab/C && cp -r escha_jit templates tuning ab/C/ && find ab/C -name __pycache__ -prune -exec rm -rf {} + ;;
+  suite)
+    export PYTHONPATH=$PWD ESCHA_JIT_CACHE_DIR=/tmp/ec
+    timeout 540 python3 -m pytest -q -n 8 tests/test_gpu_*.py tests/test_amd_on_nvidia.py tests/test_nn_cli.py \
+      tests/test_nvrtc.py > "$OUT/pytest_gpu_s42.log" 2>&1; tail -3 "$OUT/pytest_gpu_s42.log" ;;
   decode)
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
     export ESCHA_JIT_CACHE_DIR=/tmp/ecd
@@ -55,5 +61,5 @@ case "${1:-}" in
   ring32)
     W16="warps=16,rows_per_stage=16,stages=2,min_blocks=1,xh=1,x_ring=3"; W8="warps=8,rows_per_stage=8,stages=2,min_blocks=2,xh=1,x_ring=3"
     adopt_and_ab 32 "$W16,splits=1;$W16,splits=2;$W8,splits=1;$W8,splits=2" 0.03 "m32_ring_s42" ;;
-  *) echo "usage: $0 tree|decode|levels 1|levels 4|ring64|ring32"; exit 2 ;;
+  *) echo "usage: $0 tree|suite|decode|levels 1|levels 4|ring64|ring32"; exit 2 ;;
 esac
