@@ -72,6 +72,7 @@ def main(argv=None):
     torch.manual_seed(0)
     rows, adopted = [], {}
     meta = run_meta()
+    table = TuningTable.load(shipped_table_path(arch_of(dev))) if args.adopt else None
     for spec in args.problems.split(","):
         shape, K, cb, M = spec.split(":")
         IC, OC = (int(s) for s in shape.split("x"))
@@ -118,7 +119,7 @@ def main(argv=None):
         del ws
         torch.cuda.empty_cache()
         # after every problem: a run cut short (the device's per-call limit) keeps what it measured
-        write_results(args, meta, rows, variants, adopted, dev)
+        write_results(args, meta, rows, variants, table, adopted)
     if args.adopt:
         print(f"{len(adopted)} of {len(rows)} entries adopted a variant: {args.adopt}")
 
@@ -137,13 +138,12 @@ def adoptable(us: dict, runs: dict, min_gain: float, arch: str, K: float, cb: st
     return None
 
 
-def write_results(args, meta: dict, rows: list, variants: dict, adopted: dict, dev) -> None:
-    """The rows so far as JSON (``--out``) and, with ``--adopt``, the shipped table with the entries
-    adopted so far."""
+def write_results(args, meta: dict, rows: list, variants: dict, table, adopted: dict) -> None:
+    """The rows so far as JSON (``--out``) and, with ``--adopt``, ``table`` (the shipped one, loaded
+    once) with the entries adopted so far."""
     with open(args.out, "w") as f:
         json.dump(dict(meta=meta, variants=variants, rows=rows), f, indent=1)
     if args.adopt:
-        table = TuningTable.load(shipped_table_path(arch_of(dev)))
         for key, e in adopted.items():
             # the tuner's time of the heuristic configuration stays with the entry (every shipped entry
             # is held to it: tests/test_autotune.py); where the heuristic itself was replaced, its time here

@@ -34,9 +34,8 @@ def test_adopt_takes_the_fastest_variant_that_keeps_to_registers(monkeypatch):
     assert BV.adoptable(dict(us, tuned=70.0), runs, 0.0, "sm_90", 2.0, "mcg", "f16") is None
 
 
-def test_adopted_entries_keep_the_heuristic_time_and_their_runner_up(tmp_path, monkeypatch):
+def test_adopted_entries_keep_the_heuristic_time_and_their_runner_up(tmp_path):
     BV = _bench_variants()
-    monkeypatch.setattr(BV, "arch_of", lambda dev: "sm_90")
     shipped = TuningTable.load(shipped_table_path("sm_90"))
     key = next(k for k in sorted(shipped.entries) if k.endswith("|M64") and "4096x14336" in k)
     new_key = "fused|K2|mcg|256x768|f16|M64"                   # not in the shipped table: the heuristic's
@@ -45,7 +44,8 @@ def test_adopted_entries_keep_the_heuristic_time_and_their_runner_up(tmp_path, m
     adopted = {k: Entry(FusedConfig(warps=8, m_tiles=4, min_blocks=2, xh=1, x_ring=3), FusedLaunch(4), 50.0,
                         {"adopted": "test", "runner_up": dict(replaced)}) for k in (key, new_key)}
     args = argparse.Namespace(out=str(tmp_path / "rows.json"), adopt=str(tmp_path / "table.json"))
-    BV.write_results(args, {"gpu": "test"}, [{"problem": "p"}], {}, adopted, None)
+    BV.write_results(args, {"gpu": "test"}, [{"problem": "p"}], {}, TuningTable.load(shipped_table_path("sm_90")),
+                     adopted)
     assert json.loads((tmp_path / "rows.json").read_text())["rows"] == [{"problem": "p"}]
     table = TuningTable.load(args.adopt)
     assert table.entries[key].extra["heuristic_us"] == shipped.entries[key].extra["heuristic_us"]
