@@ -61,5 +61,8 @@ case "${1:-}" in
   ring32)
     W16="warps=16,rows_per_stage=16,stages=2,min_blocks=1,xh=1,x_ring=3"; W8="warps=8,rows_per_stage=8,stages=2,min_blocks=2,xh=1,x_ring=3"
     adopt_and_ab 32 "$W16,splits=1;$W16,splits=2;$W8,splits=1;$W8,splits=2" 0.03 "m32_ring_s42" ;;
-  *) echo "usage: $0 tree|suite|decode|levels 1|levels 4|ring64|ring32"; exit 2 ;;
+  ring16)           # one m tile: the grid leaves rings out there (candidates.py); 8192x28672 needs S >= 2 without
+    W16="warps=16,rows_per_stage=16,stages=2,min_blocks=1,xh=1,x_ring=3"; W8="warps=8,rows_per_stage=16,stages=2,min_blocks=2,xh=1,x_ring=3"
+    adopt_and_ab 16 "$W16,splits=1;$W16,splits=2;$W8,splits=1;$W8,splits=2" 0.03 "m16_ring_s42" ;;
+  *) echo "usage: $0 tree|suite|decode|levels 1|levels 4|ring64|ring32|ring16"; exit 2 ;;
 esac
