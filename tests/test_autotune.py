@@ -378,6 +378,35 @@ def test_untuned_clusters_where_all_are_resident(shape, K, cb, want):
     assert plain.xh == (1 if shape[0] * 16 // launch.splits // 128 > 16 * fused.XH_MAX_ITEMS_PER_WAVE else 0)
 
 
+@pytest.mark.parametrize("IC,OC,M,ring", [
+    (4096, 14336, 17, True), (4096, 14336, 32, True), (4096, 14336, 33, True), (4096, 14336, 64, True),
+    (8192, 28672, 64, True),                     # 224 groups: two rounds 0.85 full
+    (5120, 13824, 32, True),                     # 108 groups: 0.82 of 132 SMs
+    (4096, 4096, 64, False), (14336, 4096, 64, False),    # 32 groups: they need splits
+    (3584, 18944, 64, False),                    # 148 groups: a second round 0.12 full
+    (4096, 14336, 16, False), (4096, 14336, 128, False),  # one m tile; 8 m tiles
+    (1024, 14336, 64, False),                    # a short K range (RING_MIN_IC)
+])
+def test_untuned_ring_where_one_split_fills_the_sms(IC, OC, M, ring):
+    """sm_90, M = 17..64: the untuned call streams the A operand through the ring at one split where
+    that split's blocks fill their last round of SMs to RING_MIN_FILL (0.66-1.00x the tuned split-K
+    entries' time on 4096x14336 / 8192x28672, H100, session 42); it is a shipped configuration,
+    and no arch without the ring (sm_86) gets it."""
+    from escha_jit.autotune.api import heuristic_candidate
+    from escha_jit.autotune.measure import Problem
+    from escha_jit.kernels import fused
+    for K, cb in ((3.0, "mcg"), (4.0, "mul1")):
+        cfg, launch = _untuned_choice(K, cb, IC, OC, M)
+        assert bool(cfg.x_ring) == ring, (cfg, launch)
+        assert cfg in fused.default_configs(M, codebook=cb, K=K)
+        if ring:
+            assert (launch.splits, cfg.xh, cfg.warps, cfg.m_tiles) == (1, 1, 16, fused._m_tiles(M))
+        assert heuristic_candidate(Problem(IC, OC, K, cb, M), 84, "sm_86").cfg.x_ring == 0
+    # where the 2-m-tile ring spills (mul1, K = 2.5; CI rejects spills) the split-K default stays
+    cfg, _ = _untuned_choice(2.5, "mul1", IC, OC, M)
+    assert bool(cfg.x_ring) == (ring and M > 32) and cfg in fused.default_configs(M, codebook="mul1", K=2.5)
+
+
 def test_cluster_count_that_cannot_be_had_means_no_clusters(monkeypatch, caplog):
     """ops/fused.cluster_slots where the cluster kernel cannot be loaded (a prebuilt cache without
     it under ESCHA_JIT_NO_COMPILE, a driver refusal): a warning and a count of 0, so the untuned
@@ -416,6 +445,9 @@ def test_no_clusters_before_sm_90():
         [False, False, True, True, True, False]
     assert not any(s.op == "fused" and s.params.get("cluster", 1) > 1 for s, _ in shipped_specs("sm_80"))
     assert any(s.op == "fused" and s.params.get("cluster", 1) > 1 for s, _ in shipped_specs("sm_90"))
+    # the A operand ring (bulk copies on mbarriers) likewise
+    assert not any(s.op == "fused" and s.params.get("x_ring", 0) for s, _ in shipped_specs("sm_80"))
+    assert any(s.op == "fused" and s.params.get("x_ring", 0) for s, _ in shipped_specs("sm_90"))
     cands = fused_candidates("sm_80", 2.0, 4096, 4096, 16, 108, warps=(16,), rows=(16,), stages=(2,),
                              min_blocks=(1,), xh=(0,), cluster=(1, 2, 4))
     assert cands and {c.cfg.cluster for c in cands} == {1}
@@ -424,7 +456,7 @@ def test_no_clusters_before_sm_90():
                                                                       cluster=2))
 
 
-@pytest.mark.parametrize("M", [1, 3, 8, 9, 16])
+@pytest.mark.parametrize("M", [1, 3, 8, 9, 16, 24, 64])
 @pytest.mark.parametrize("IC,OC", [(128, 128), (384, 640), (2944, 2944), (3584, 18944), (18944, 3584),
                                    (5120, 13824), (8192, 8192), (128, 28672), (3072, 6144), (13824, 5120)])
 def test_untuned_choice_is_shipped_and_launchable(M, IC, OC):

@@ -513,6 +513,32 @@ def test_fused_x_ring_same_bits(cfg, launch, M, IC, cb, dtype):
     assert rel_rms(y, ref) < TOL[dtype], rel_rms(y, ref)
 
 
+@pytest.mark.parametrize("M", [24, 64])
+@pytest.mark.parametrize("cb,dtype", [("mcg", torch.float16), ("mul1", torch.bfloat16)])
+def test_untuned_ring_at_one_split(M, cb, dtype, monkeypatch):
+    """A shape outside the tuned table whose column groups fill the SMs at one split (2048x13824:
+    108 groups, 0.82 of 132 SMs) runs the one-split A operand ring untuned on sm_90
+    (kernels.fused._ring_fills), and computes what the split-K default computes (the same products,
+    summed in another order: within the dtype's band of each other and of the reference)."""
+    from escha_jit.kernels import fused as KF
+    dev = torch.device(DEV)
+    IC, OC = 2048, 13824
+    w = _layer(IC, OC, 3.0, cb, 41)
+    x = torch.randn(M, IC, device=DEV).to(dtype)
+    monkeypatch.setattr(F, "_PLANS", {})
+    y = F.fused_linear(x, w)
+    (plan,) = F._PLANS.values()
+    want = KF._ring_fills(3.0, cb, IC, OC, M, F.sm_count(dev)) if KF.has_clusters(F.arch_of(dev)) else None
+    assert plan.source == "heuristic" and plan.cfg == (want or KF.default_config(M)), plan.cfg
+    if want is not None:
+        assert plan.launch.splits == 1 and plan.cfg.x_ring == 3
+    cfg = KF.default_config(M)
+    y_split = F.fused_linear(x, w, cfg=cfg, launch=KF.default_launch(cfg, 3.0, IC, OC, M, F.sm_count(dev)))
+    ref = x.double().cpu() @ R.dense_weight(w.to("cpu"))
+    assert rel_rms(y, y_split.double()) < TOL[dtype], rel_rms(y, y_split.double())
+    assert rel_rms(y, ref) < TOL[dtype], rel_rms(y, ref)
+
+
 @pytest.mark.parametrize("cfg,launch,M", [
     (F.FusedConfig(warps=4, m_tiles=1, rows_per_stage=8, stages=3, xh=1), F.FusedLaunch(1), 1),
     (F.FusedConfig(warps=8, m_tiles=1, rows_per_stage=16, stages=2, xh=1), F.FusedLaunch(2), 4),

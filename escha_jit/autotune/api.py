@@ -12,7 +12,8 @@ from typing import Iterable, Mapping, Optional, Sequence
 import torch
 
 from .. import __version__
-from ..kernels.fused import MAX_M, ROUTE_MAX_M, ClusterSlots, FusedConfig, default_config_for, default_launch, swap_route
+from ..kernels.fused import (MAX_M, ROUTE_MAX_M, ClusterSlots, FusedConfig, default_config_for, default_launch,
+                             has_clusters, swap_route)
 from ..nn import EschaLinear
 from ..offline import compile_all
 from ..ops.common import DTYPE_NAMES, arch_of
@@ -39,7 +40,10 @@ DEFAULT_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 # 0.83-0.96x the time of the tuned entries on 4096x14336 and 14336x4096 and slower elsewhere (H200,
 # session 41: 21 of 24 entries took a ring variant, 0.902x the time over them in an A/B; the H100
 # alike, session 40; a ring of 2 won nowhere that one of 3 did not win by more); its GPU tests (same
-# bits as the whole K range) pass.
+# bits as the whole K range) pass. 16 waves with the ring at ONE split (the whole K range per block)
+# ran the M = 32 / 64 entries of 4096x14336 and 8192x28672 in 0.66-1.00x their time (H100, session 42): the grid
+# has it (S = 1 is always a candidate where it fits), and the untuned choice takes it where it fills
+# the SMs (kernels.fused._ring_fills).
 TUNE_GRID = dict(warps=(4, 8, 16), rows=(4, 8, 16), stages=(2, 3), min_blocks=(1, 2), xh=(0, 1), cluster=(1, 2, 4),
                  x_ring=(0, 3))
 GRID_AXES = tuple(TUNE_GRID)        # what tune_grid's overrides may name
@@ -219,7 +223,8 @@ def heuristic_candidate(p, sms: int, arch: str = "sm_90", cluster_slots: Optiona
     from ..kernels.fused import smem_caps
     vendor = vendor_of(arch)
     budget, block = smem_caps(arch)
-    cfg = default_config_for(p.K, p.codebook, p.IC, p.OC, p.M, sms, vendor, budget, cluster_slots, block_smem=block)
+    cfg = default_config_for(p.K, p.codebook, p.IC, p.OC, p.M, sms, vendor, budget, cluster_slots, block_smem=block,
+                             rings=has_clusters(arch))
     routed = swap_route(cfg, vendor, p.codebook, p.M)            # the launch is sized for the route it runs
     return Candidate(cfg, default_launch(routed, p.K, p.IC, p.OC, p.M, sms, smem_cap=budget, vendor=vendor,
                                          block_smem=block))

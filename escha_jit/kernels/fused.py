@@ -331,8 +331,11 @@ def default_configs(M: int, vendor: str = "nvidia", codebook: Optional[str] = No
     """Every configuration the untuned choice (:func:`default_config_for`) may give M rows of a
     codebook's layers at rate K (None: any codebook / rate): what kernels/registry.py ships and CI
     compiles."""
-    if vendor == "amd" or M > 16:
+    if vendor == "amd":
         return [default_config(M, vendor)]
+    if M > 16:                               # the ring's only where the arch has it (registry.fused_fits)
+        ring = _RING.get(_m_tiles(M))
+        return [default_config(M, vendor)] + ([ring] if ring is not None and _ring_allowed(ring, codebook, K) else [])
     table = _SMALL_M if M <= 8 else _MID_M
     return [c for c in table.values() if codebook is None or _default_allowed(c, codebook, K)] + [default_config(M, vendor)]
 
@@ -343,6 +346,40 @@ def default_configs(M: int, vendor: str = "nvidia", codebook: Optional[str] = No
 _W16X_MUL1_SPILLS = (1.5, 2.5, 3.0, 5.0, 6.0, 7.0)
 
 
+# NVIDIA sm_90, M = 17..64: the A operand streamed through a ring of 3 one-step chunks (x_ring) lets a
+# block hold its whole K range, so one split needs no partials and no finishing block (the whole A
+# operand does not fit: 64 rows x 4096 fp16 is 512 KB). Where one split's blocks fill their last
+# round of SMs to RING_MIN_FILL or more, that beats split-K: 4096x14336 (112 column groups, 0.85 of
+# 132 SMs) 0.67-0.86x and 8192x28672 (224 groups, two rounds 0.85 full) 0.66-1.00x the time of the
+# tuned split-K entries at M = 32 / 64, themselves at most the untuned time (H100, session 42,
+# benchmarks/RESULTS.md); with 32 groups (4096x4096, 14336x4096) the same kernels ran 1.08-1.49x the
+# tuned time at 2 splits: those shapes need splits for parallelism.
+_RING = {2: FusedConfig(warps=16, m_tiles=2, rows_per_stage=16, stages=2, min_blocks=1, xh=1, x_ring=3),
+         4: FusedConfig(warps=16, m_tiles=4, rows_per_stage=8, stages=3, min_blocks=1, xh=1, x_ring=3)}
+RING_MIN_FILL = 0.8
+RING_MIN_IC = 2048        # measured at IC = 4096 and 8192; a shorter K range is a few ring laps
+
+
+# 16 waves at 2 m tiles spill 8-208 bytes on mul1 at these rates (its x sums, 128 registers at 512
+# threads; NVRTC 13.5 and 13.0), and CI rejects spills: those layers keep the split-K default
+_RING_MT2_MUL1_SPILLS = (1.5, 2.5, 3.5, 5.0, 6.0, 7.0, 8.0)
+
+
+def _ring_allowed(cfg: FusedConfig, codebook: Optional[str], K: Optional[float]) -> bool:
+    return not (cfg is _RING[2] and codebook == "mul1" and (K is None or K in _RING_MT2_MUL1_SPILLS))
+
+
+def _ring_fills(K: float, codebook: str, IC: int, OC: int, M: int, sms: int) -> Optional[FusedConfig]:
+    """The one-split ring configuration for M rows where its blocks fill the SMs (above), else None.
+    Each of its two K slices takes whole steps of 16 x rows_per_stage features."""
+    cfg = _RING.get(_m_tiles(M)) if M > 16 else None
+    groups = OC // COLS
+    if (cfg is None or not _ring_allowed(cfg, codebook, K) or IC < RING_MIN_IC or IC % (2 * 16 * cfg.rows_per_stage)
+            or groups == 0):
+        return None
+    return cfg if groups / (math.ceil(groups / sms) * sms) >= RING_MIN_FILL else None
+
+
 def _default_allowed(cfg: FusedConfig, codebook: Optional[str], K: Optional[float] = None) -> bool:
     return not (cfg is _MID_M["w16x"] and codebook == "mul1" and (K is None or K in _W16X_MUL1_SPILLS))
 
@@ -350,18 +387,21 @@ def _default_allowed(cfg: FusedConfig, codebook: Optional[str], K: Optional[floa
 def default_config_for(K: float, codebook: str, IC: int, OC: int, M: int, sms: int,
                        vendor: str = "nvidia", smem_cap: int = SMEM_BUDGET["nvidia"],
                        cluster_slots: Optional[ClusterSlots] = None,
-                       block_smem: int = NVIDIA_BLOCK_SMEM) -> FusedConfig:
+                       block_smem: int = NVIDIA_BLOCK_SMEM, rings: bool = False) -> FusedConfig:
     """The untuned configuration of one problem (the tuned table overrides it).
 
     NVIDIA, M <= 16: of :data:`_SMALL_M` / :data:`_MID_M` and :func:`default_config`, the one whose
     launch (:func:`default_launch`) the SM-balance model (:func:`_modeled_time`) rates fastest;
     at M = 9..16 with 16 waves the x source of :func:`_w16_prologue` (clusters only where
     ``cluster_slots`` says how many are resident at once: None, e.g. without a GPU, means none).
-    AMD, M > 16, and where IC admits no 16-row stages: :func:`default_config`. ``smem_cap`` and
-    ``block_smem``: the target's :func:`smem_caps`."""
+    NVIDIA M = 17..64 where ``rings`` (the target streams the A operand: :func:`has_clusters`): the
+    one-split A operand ring where its blocks fill the SMs (:func:`_ring_fills`; :func:`default_launch`
+    runs it at one split). AMD, M > 16, and where IC admits no 16-row stages: :func:`default_config`.
+    ``smem_cap`` and ``block_smem``: the target's :func:`smem_caps`."""
     fallback = default_config(M, vendor)
     if vendor != "nvidia" or M > 16:
-        return fallback
+        ring = _ring_fills(K, codebook, IC, OC, M, sms) if vendor == "nvidia" and rings else None
+        return ring or fallback
     # the shape-free default (8 rows x 3 stages) is an option too, where its A-operand source agrees:
     # it wins where blocks are short and many (e.g. 18944x3584 at M <= 4: 37 splits of 512 features)
     if M <= 8 and M * (OC // COLS) >= 3 * sms:
@@ -481,8 +521,12 @@ def default_launch(cfg: FusedConfig, K: float, IC: int, OC: int, M: int, sms: in
                    smem_cap: int = 200 * 1024, i8: bool = False, vendor: str = "nvidia",
                    block_smem: int = NVIDIA_BLOCK_SMEM) -> FusedLaunch:
     """The untuned split count. NVIDIA, M <= 16, fp16 activations: the split the SM-balance model
-    (:func:`_modeled_time`) rates fastest. Elsewhere: the fewest splits that give 3.5+ blocks per SM.
-    ``smem_cap`` and ``block_smem``: the target's :func:`smem_caps`."""
+    (:func:`_modeled_time`) rates fastest. An A operand ring (x_ring) above one m tile: one split,
+    the whole K range per block (:func:`default_config_for` picks it where that fills the SMs).
+    Elsewhere: the fewest splits that give 3.5+ blocks per SM. ``smem_cap`` and ``block_smem``: the
+    target's :func:`smem_caps`."""
+    if cfg.x_ring and cfg.m_tiles > 1 and 1 in _fitting_splits(cfg, K, IC, M, smem_cap, i8):
+        return FusedLaunch(1)
     modeled = vendor == "nvidia" and M <= 16 and not i8
     split = _balanced_splits(cfg, K, IC, OC, M, sms, smem_cap, block_smem) if modeled else None
     fitting = [] if modeled else _fitting_splits(cfg, K, IC, M, smem_cap, i8)
