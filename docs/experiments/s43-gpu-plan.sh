@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Session 43's device runs. Session 42 had only an H100: its 42 ring entries (M = 32 / 64, one split)
+# and the untuned ring choice (kernels/fused.py _ring_fills) have not run on an H200. Build the trees
+# here first (`bash docs/experiments/s43-gpu-plan.sh tree`: ab/C = this checkout's package and table,
+# ab/P = the same package with the table before session 42, cf9f130's), then on the device with
+# carry ["ab"], one step per call (each fits the 600 s call limit):
+#
+#   suite     the whole GPU suite (new since session 42's 687: test_untuned_ring_at_one_split)
+#   ab64 / ab32   the session-42 table against the one before it over the 48 M = 64 / 32 cells
+#             (H100: 0.853x / 0.942x); below 1 on an H200 = the entries stay; else revert them
+#   heur      the untuned choice before / after _ring_fills on shapes outside the table, M = 24 / 32 / 64
+#             (5120x13824: 108 groups, the ring; 2048x14336: 112 groups at the RING_MIN_IC boundary;
+#             3584x18944: 148 groups, split-K both)
+#   decode    the 144 PERF.md decode cells with the shipped table: the standing figure, 2 runs
+#   ring16c   the ring at 1 / 2 splits on the 19 M = 16 entries session 42 could not vary (cluster 2)
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-.out}; mkdir -p "$OUT"
+problems() {       # the PERF.md problems at bucket M
+  local P=""; for s in 4096x4096 4096x14336 14336x4096 8192x28672; do for K in 2 3 4; do for cb in mcg mul1; do
+    P="$P,$s:$K:$cb:$1"; done; done; done; echo "${P#,}"
+}
+ab_tables() {      # M
+  AB_CACHE_DIR=/tmp/abc_$1 ROUNDS=2 BENCH_ARGS="--ms=$1" PREBUILD_ARGS="--ms=$1" OUT=$OUT/ab_table_m$1_s43 \
+    timeout 500 bash scripts/ab_trees.sh ab/P ab/C | tail -3
+}
+case "${1:-}" in
+  tree)
+    rm -rf ab/C ab/P && mkdir -p ab/C && cp -r escha_jit templates tuning ab/C/ && find ab/C -name __pycache__ -prune -exec rm -rf {} + \
+      && cp -r ab/C ab/P && git show cf9f130:tuning/sm_90.json > ab/P/tuning/sm_90.json ;;
+  suite)
+    export PYTHONPATH=$PWD ESCHA_JIT_CACHE_DIR=/tmp/ec
+    timeout 540 python3 -m pytest -q -n 8 tests/test_gpu_*.py tests/test_amd_on_nvidia.py tests/test_nn_cli.py \
+      tests/test_nvrtc.py > "$OUT/pytest_gpu_s43.log" 2>&1; tail -3 "$OUT/pytest_gpu_s43.log" ;;
+  ab64) nvidia-smi --query-gpu=name --format=csv,noheader; ab_tables 64 ;;
+  ab32) nvidia-smi --query-gpu=name --format=csv,noheader; ab_tables 32 ;;
+  heur)
+    export PYTHONPATH=$PWD ESCHA_JIT_CACHE_DIR=/tmp/ech
+    timeout 540 python3 benchmarks/bench_heuristic.py --shapes 5120x13824,2048x14336,3584x18944 --ks 2,3,4 \
+      --ms 24,32,64 --out "$OUT/bench_heuristic_ring_s43.json" > "$OUT/bench_heuristic_ring_s43.log" 2>&1
+    tail -25 "$OUT/bench_heuristic_ring_s43.log" ;;
+  decode)
+    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+    export ESCHA_JIT_CACHE_DIR=/tmp/ecd
+    for r in 1 2; do
+      timeout 280 python3 benchmarks/bench_linear.py --prefill-ms= --out "$OUT/bench_decode_s43_r$r.json" \
+        > "$OUT/bench_decode_s43_r$r.log" 2>&1; tail -3 "$OUT/bench_decode_s43_r$r.log"
+    done ;;
+  ring16c)
+    export ESCHA_JIT_CACHE_DIR=/tmp/ec_r16
+    W16="warps=16,rows_per_stage=16,stages=2,min_blocks=1,xh=1,x_ring=3,cluster=1"
+    W8="warps=8,rows_per_stage=16,stages=2,min_blocks=2,xh=1,x_ring=3,cluster=1"
+    P=""; for s in 4096x4096 4096x14336; do for K in 2 3 4; do for cb in mcg mul1; do P="$P,$s:$K:$cb:16"; done; done; done
+    timeout 540 python3 benchmarks/bench_variants.py --problems "${P#,}" --dtypes f16,bf16 --rounds 3 \
+      --variants "$W16,splits=1;$W16,splits=2;$W8,splits=1;$W8,splits=2" --min-gain 0.03 \
+      --out "$OUT/m16_ring_c1_s43.json" --adopt "$OUT/sm_90_m16_ring_c1_s43.json" > "$OUT/m16_ring_c1_s43.log" 2>&1
+    tail -1 "$OUT/m16_ring_c1_s43.log" ;;
+  *) echo "usage: $0 tree|suite|ab64|ab32|heur|decode|ring16c"; exit 2 ;;
+esac
