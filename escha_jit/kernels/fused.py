@@ -335,7 +335,7 @@ def default_configs(M: int, vendor: str = "nvidia", codebook: Optional[str] = No
         return [default_config(M, vendor)]
     if M > 16:                               # the ring's only where the arch has it (registry.fused_fits)
         ring = _RING.get(_m_tiles(M))
-        return [default_config(M, vendor)] + ([ring] if ring is not None and _ring_allowed(ring, codebook, K) else [])
+        return [default_config(M, vendor)] + ([ring] if ring is not None and _default_allowed(ring, codebook, K) else [])
     table = _SMALL_M if M <= 8 else _MID_M
     return [c for c in table.values() if codebook is None or _default_allowed(c, codebook, K)] + [default_config(M, vendor)]
 
@@ -363,25 +363,26 @@ RING_MIN_IC = 2048        # measured at IC = 4096 and 8192; a shorter K range is
 # 16 waves at 2 m tiles spill 8-208 bytes on mul1 at these rates (its x sums, 128 registers at 512
 # threads; NVRTC 13.5 and 13.0), and CI rejects spills: those layers keep the split-K default
 _RING_MT2_MUL1_SPILLS = (1.5, 2.5, 3.5, 5.0, 6.0, 7.0, 8.0)
-
-
-def _ring_allowed(cfg: FusedConfig, codebook: Optional[str], K: Optional[float]) -> bool:
-    return not (cfg is _RING[2] and codebook == "mul1" and (K is None or K in _RING_MT2_MUL1_SPILLS))
+# the untuned configurations whose kernels spill on mul1, and at which rates (_default_allowed)
+_MUL1_SPILLS = {_MID_M["w16x"]: _W16X_MUL1_SPILLS, _RING[2]: _RING_MT2_MUL1_SPILLS}
 
 
 def _ring_fills(K: float, codebook: str, IC: int, OC: int, M: int, sms: int) -> Optional[FusedConfig]:
     """The one-split ring configuration for M rows where its blocks fill the SMs (above), else None.
     Each of its two K slices takes whole steps of 16 x rows_per_stage features."""
-    cfg = _RING.get(_m_tiles(M)) if M > 16 else None
+    cfg = _RING.get(_m_tiles(M))                       # None at one m tile (M <= 16) and above 4
     groups = OC // COLS
-    if (cfg is None or not _ring_allowed(cfg, codebook, K) or IC < RING_MIN_IC or IC % (2 * 16 * cfg.rows_per_stage)
+    if (cfg is None or not _default_allowed(cfg, codebook, K) or IC < RING_MIN_IC or IC % (2 * 16 * cfg.rows_per_stage)
             or groups == 0):
         return None
     return cfg if groups / (math.ceil(groups / sms) * sms) >= RING_MIN_FILL else None
 
 
 def _default_allowed(cfg: FusedConfig, codebook: Optional[str], K: Optional[float] = None) -> bool:
-    return not (cfg is _MID_M["w16x"] and codebook == "mul1" and (K is None or K in _W16X_MUL1_SPILLS))
+    """Whether the untuned configuration ``cfg`` keeps to registers for a codebook's layers at rate K
+    (None: any rate): not where :data:`_MUL1_SPILLS` lists it."""
+    rates = _MUL1_SPILLS.get(cfg, ())
+    return not (rates and codebook == "mul1" and (K is None or K in rates))
 
 
 def default_config_for(K: float, codebook: str, IC: int, OC: int, M: int, sms: int,
