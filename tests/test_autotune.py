@@ -422,7 +422,7 @@ def test_cluster_count_that_cannot_be_had_means_no_clusters(monkeypatch, caplog)
     monkeypatch.setattr(F, "kernel_for", refuse)
     slots = F.cluster_slots(torch.device("cpu"), 2.0, "mcg", "f16", "f16", 16, 4096)
     with caplog.at_level(logging.WARNING):
-        cfg = F.default_config_for(2.0, "mcg", 4096, 4096, 16, 132, "nvidia", F.smem_caps("sm_90")[0], slots)
+        cfg = F.default_config_for(2.0, "mcg", 4096, 4096, 16, 132, "sm_90", slots)
     assert (cfg.cluster, cfg.xh, cfg.warps) == (1, 0, 16)
     assert "no clusters for this untuned call" in caplog.text and "cluster2" in caplog.text
 

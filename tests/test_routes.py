@@ -232,7 +232,7 @@ def test_untuned_plans_fit_the_gpus_shared_memory(arch, sms):
                 if not fused_fits(arch, fused.default_config(M, vendor), K, M=M):
                     continue              # ops.fused.fused_handles: the call takes the dense-weight path
                 handled.add((K, M))
-                cfg = fused.default_config_for(K, "mcg", IC, OC, M, sms, vendor, budget, None, block_smem=block)
+                cfg = fused.default_config_for(K, "mcg", IC, OC, M, sms, arch)
                 routed = fused.swap_route(cfg, vendor, "mcg", M)
                 launch = fused.default_launch(routed, K, IC, OC, M, sms, smem_cap=budget, vendor=vendor,
                                               block_smem=block)

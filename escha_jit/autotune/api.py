@@ -13,7 +13,7 @@ import torch
 
 from .. import __version__
 from ..kernels.fused import (MAX_M, ROUTE_MAX_M, ClusterSlots, FusedConfig, default_config_for, default_launch,
-                             has_clusters, swap_route)
+                             swap_route)
 from ..nn import EschaLinear
 from ..offline import compile_all
 from ..ops.common import DTYPE_NAMES, arch_of
@@ -223,8 +223,7 @@ def heuristic_candidate(p, sms: int, arch: str = "sm_90", cluster_slots: Optiona
     from ..kernels.fused import smem_caps
     vendor = vendor_of(arch)
     budget, block = smem_caps(arch)
-    cfg = default_config_for(p.K, p.codebook, p.IC, p.OC, p.M, sms, vendor, budget, cluster_slots, block_smem=block,
-                             rings=has_clusters(arch))
+    cfg = default_config_for(p.K, p.codebook, p.IC, p.OC, p.M, sms, arch, cluster_slots)
     routed = swap_route(cfg, vendor, p.codebook, p.M)            # the launch is sized for the route it runs
     return Candidate(cfg, default_launch(routed, p.K, p.IC, p.OC, p.M, sms, smem_cap=budget, vendor=vendor,
                                          block_smem=block))

@@ -385,24 +385,24 @@ def _default_allowed(cfg: FusedConfig, codebook: Optional[str], K: Optional[floa
     return not (rates and codebook == "mul1" and (K is None or K in rates))
 
 
-def default_config_for(K: float, codebook: str, IC: int, OC: int, M: int, sms: int,
-                       vendor: str = "nvidia", smem_cap: int = SMEM_BUDGET["nvidia"],
-                       cluster_slots: Optional[ClusterSlots] = None,
-                       block_smem: int = NVIDIA_BLOCK_SMEM, rings: bool = False) -> FusedConfig:
+def default_config_for(K: float, codebook: str, IC: int, OC: int, M: int, sms: int, arch: str,
+                       cluster_slots: Optional[ClusterSlots] = None) -> FusedConfig:
     """The untuned configuration of one problem (the tuned table overrides it).
 
     NVIDIA, M <= 16: of :data:`_SMALL_M` / :data:`_MID_M` and :func:`default_config`, the one whose
     launch (:func:`default_launch`) the SM-balance model (:func:`_modeled_time`) rates fastest;
     at M = 9..16 with 16 waves the x source of :func:`_w16_prologue` (clusters only where
     ``cluster_slots`` says how many are resident at once: None, e.g. without a GPU, means none).
-    NVIDIA M = 17..64 where ``rings`` (the target streams the A operand: :func:`has_clusters`): the
-    one-split A operand ring where its blocks fill the SMs (:func:`_ring_fills`; :func:`default_launch`
-    runs it at one split). AMD, M > 16, and where IC admits no 16-row stages: :func:`default_config`.
-    ``smem_cap`` and ``block_smem``: the target's :func:`smem_caps`."""
+    NVIDIA M = 17..64 where ``arch`` streams the A operand (:func:`has_clusters`): the one-split
+    A operand ring where its blocks fill the SMs (:func:`_ring_fills`; :func:`default_launch` runs it
+    at one split). AMD, M > 16, and where IC admits no 16-row stages: :func:`default_config`.
+    Splits are sized for ``arch``'s shared memory (:func:`smem_caps`)."""
+    vendor = vendor_of(arch)
     fallback = default_config(M, vendor)
     if vendor != "nvidia" or M > 16:
-        ring = _ring_fills(K, codebook, IC, OC, M, sms) if vendor == "nvidia" and rings else None
+        ring = _ring_fills(K, codebook, IC, OC, M, sms) if has_clusters(arch) else None
         return ring or fallback
+    smem_cap, block_smem = smem_caps(arch)
     # the shape-free default (8 rows x 3 stages) is an option too, where its A-operand source agrees:
     # it wins where blocks are short and many (e.g. 18944x3584 at M <= 4: 37 splits of 512 features)
     if M <= 8 and M * (OC // COLS) >= 3 * sms:

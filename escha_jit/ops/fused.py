@@ -166,8 +166,7 @@ def plan_for(dev: torch.device, K: float, codebook: str, IC: int, OC: int, in_dt
     budget, block = smem_caps(arch)
     if cfg is None:
         slots = cluster_slots(dev, K, codebook, in_dt, out_dt, M, IC) if launch is None else None
-        cfg = default_config_for(K, codebook, IC, OC, M, sm_count(dev), vendor, budget, slots, block_smem=block,
-                                 rings=has_clusters(arch))
+        cfg = default_config_for(K, codebook, IC, OC, M, sm_count(dev), arch, slots)
     if 16 * cfg.m_tiles < M:
         raise ValueError(f"config {cfg} covers M <= {16 * cfg.m_tiles}, got M={M}")
     cfg = _routed(cfg, launch, vendor, codebook, K, IC, M, act_quant, budget)
