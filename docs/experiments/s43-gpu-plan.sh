@@ -13,6 +13,7 @@
 #             3584x18944: 148 groups, split-K both)
 #   decode    the 144 PERF.md decode cells with the shipped table: the standing figure, 2 runs
 #   ring16c   the ring at 1 / 2 splits on the 19 M = 16 entries session 42 could not vary (cluster 2)
+#   ringfill  the ring at 1 / 2 splits where the untuned choice keeps split-K (one split fills < 0.8 of the SMs)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-.out}; mkdir -p "$OUT"
@@ -55,5 +56,19 @@ case "${1:-}" in
       --variants "$W16,splits=1;$W16,splits=2;$W8,splits=1;$W8,splits=2" --min-gain 0.03 \
       --out "$OUT/m16_ring_c1_s43.json" --adopt "$OUT/sm_90_m16_ring_c1_s43.json" > "$OUT/m16_ring_c1_s43.log" 2>&1
     tail -1 "$OUT/m16_ring_c1_s43.log" ;;
-  *) echo "usage: $0 tree|suite|ab64|ab32|heur|decode|ring16c"; exit 2 ;;
+  ringfill)   # the untuned ring where one split's blocks fill the SMs poorly (_ring_fills: fill < 0.8):
+    # 3584x18944 (148 groups, fill 0.56), 18944x3584 (28), 2048x8192 (64), against 5120x27648 (216, 0.82:
+    # the ring already); the dispatched choice against the ring at 1 / 2 splits and against itself with a ring
+    export ESCHA_JIT_CACHE_DIR=/tmp/ec_rf
+    for M in 64 32; do
+      if [ "$M" = 64 ]; then R="warps=16,rows_per_stage=8,stages=3,min_blocks=1,xh=1,x_ring=3,cluster=1"
+      else R="warps=16,rows_per_stage=16,stages=2,min_blocks=1,xh=1,x_ring=3,cluster=1"; fi
+      P=""; for s in 3584x18944 18944x3584 2048x8192 5120x27648; do for K in 2 4; do for cb in mcg mul1; do
+        P="$P,$s:$K:$cb:$M"; done; done; done
+      timeout 200 python3 benchmarks/bench_variants.py --problems "${P#,}" --dtypes f16 --rounds 3 \
+        --variants "$R,splits=1;$R,splits=2;x_ring=3,cluster=1" --out "$OUT/ring_fill_m${M}_s43.json" \
+        > "$OUT/ring_fill_m${M}_s43.log" 2>&1
+      tail -2 "$OUT/ring_fill_m${M}_s43.log"
+    done ;;
+  *) echo "usage: $0 tree|suite|ab64|ab32|heur|decode|ring16c|ringfill"; exit 2 ;;
 esac
