@@ -27,6 +27,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks.bench_linear import bench_dense, n_copies, random_layers, run_meta, time_graph  # noqa: E402
+from escha_jit.autotune.candidates import Candidate  # noqa: E402
 from escha_jit.kernels import fused as KF  # noqa: E402
 from escha_jit.ops import fused as F  # noqa: E402
 
@@ -77,7 +78,7 @@ def main(argv=None):
                                          for w, y in zip(layers, ys)])
                     t_cur = time_graph([lambda w=w, y=y: F.fused_linear(x, w, out=y) for w, y in zip(layers, ys)])
                     c = plan.cfg
-                    choice = f"w{c.warps} r{c.rows_per_stage} s{c.stages} b{c.min_blocks} x{c.xh} S{plan.launch.splits}"
+                    choice = Candidate(c, plan.launch).key()      # names the ring, clusters and ptxas level too
                     row = dict(IC=IC, OC=OC, K=K, codebook=cb, M=M, dtype="f16", previous_us=t_prev, current_us=t_cur,
                                bf16_us=dense[M], previous=dataclasses.asdict(pcfg) | {"splits": plaunch.splits},
                                current=dataclasses.asdict(c) | {"splits": plan.launch.splits})
