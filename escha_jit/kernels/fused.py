@@ -351,8 +351,8 @@ _W16X_MUL1_SPILLS = (1.5, 2.5, 3.0, 5.0, 6.0, 7.0)
 # operand does not fit: 64 rows x 4096 fp16 is 512 KB). Where one split's blocks fill their last
 # round of SMs to RING_MIN_FILL or more, that beats split-K: 4096x14336 (112 column groups, 0.85 of
 # 132 SMs) 0.67-0.86x and 8192x28672 (224 groups, two rounds 0.85 full) 0.66-1.00x the time of the
-# tuned split-K entries at M = 32 / 64, themselves at most the untuned time (H100, session 42,
-# benchmarks/RESULTS.md); with 32 groups (4096x4096, 14336x4096) the same kernels ran 1.08-1.49x the
+# tuned split-K entries at M = 32 / 64, themselves at most the untuned time (H100, session 42; the H200
+# the same, session 43: 0.769x the split-K default on 5120x13824 / 2048x14336, benchmarks/RESULTS.md); with 32 groups (4096x4096, 14336x4096) the same kernels ran 1.08-1.49x the
 # tuned time at 2 splits: those shapes need splits for parallelism.
 _RING = {2: FusedConfig(warps=16, m_tiles=2, rows_per_stage=16, stages=2, min_blocks=1, xh=1, x_ring=3),
          4: FusedConfig(warps=16, m_tiles=4, rows_per_stage=8, stages=3, min_blocks=1, xh=1, x_ring=3)}
