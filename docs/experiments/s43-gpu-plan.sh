@@ -14,6 +14,7 @@
 #   decode    the 144 PERF.md decode cells with the shipped table: the standing figure, 2 runs
 #   ring16c   the ring at 1 / 2 splits on the 19 M = 16 entries session 42 could not vary (cluster 2)
 #   ringfill  the ring at 1 / 2 splits where the untuned choice keeps split-K (one split fills < 0.8 of the SMs)
+#   ring128   the ring at 8 m tiles (M = 128, one split) against the fused default and today's route there
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-.out}; mkdir -p "$OUT"
@@ -70,5 +71,17 @@ case "${1:-}" in
         > "$OUT/ring_fill_m${M}_s43.log" 2>&1
       tail -2 "$OUT/ring_fill_m${M}_s43.log"
     done ;;
-  *) echo "usage: $0 tree|suite|ab64|ab32|heur|decode|ring16c|ringfill"; exit 2 ;;
+  ring128)   # the ring at 8 m tiles, one split (compiles clean for sm_90: 16 waves x 4 rows x 3 stages, 128
+    # registers, 122-134 KB; 8 waves 149-210 registers) against the fused default and the route ops.linear takes
+    # at M = 128 today (dense weight / coded GEMM: 4096x14336 0.52x dense bf16, 8192x28672 0.89x, session 38)
+    export ESCHA_JIT_CACHE_DIR=/tmp/ec_r128
+    R="m_tiles=8,min_blocks=1,xh=1,x_ring=3,cluster=1,splits=1"
+    P=""; for s in 4096x14336 8192x28672 5120x13824; do for K in 2 4; do for cb in mcg mul1; do
+      P="$P,$s:$K:$cb:128"; done; done; done
+    timeout 330 python3 benchmarks/bench_variants.py --problems "${P#,}" --dtypes f16 --rounds 3 \
+      --variants "warps=16,rows_per_stage=4,stages=3,$R;warps=8,rows_per_stage=4,stages=3,$R;warps=8,rows_per_stage=8,stages=3,$R" \
+      --out "$OUT/ring128_s43.json" > "$OUT/ring128_s43.log" 2>&1; tail -1 "$OUT/ring128_s43.log"
+    timeout 200 python3 benchmarks/bench_linear.py --ms=128 --prefill-ms= --shapes 4096x14336,8192x28672,5120x13824 \
+      --ks 2,4 --dtypes f16 --out "$OUT/route128_s43.json" > "$OUT/route128_s43.log" 2>&1; tail -2 "$OUT/route128_s43.log" ;;
+  *) echo "usage: $0 tree|suite|ab64|ab32|heur|decode|ring16c|ringfill|ring128"; exit 2 ;;
 esac
