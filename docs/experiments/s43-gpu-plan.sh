@@ -71,8 +71,9 @@ case "${1:-}" in
         > "$OUT/ring_fill_m${M}_s43.log" 2>&1
       tail -2 "$OUT/ring_fill_m${M}_s43.log"
     done ;;
-  ring128)   # the ring at 8 m tiles, one split (compiles clean for sm_90: 16 waves x 4 rows x 3 stages, 128
-    # registers, 122-134 KB; 8 waves 149-210 registers) against the fused default and the route ops.linear takes
+  ring128)   # the ring at 8 m tiles, one split (sm_90, NVRTC 13.5: 16 waves x 4 rows x 3 stages 127-128 registers,
+    # 122-134 KB, 16-byte spills at K2 mul1 / K4 mcg, clean at K3 and the others; 8 waves 149-210 registers,
+    # clean; 16 waves x 8 rows and x 4 x 2 spill 16-24 bytes) against the fused default and the route ops.linear takes
     # at M = 128 today (dense weight / coded GEMM: 4096x14336 0.52x dense bf16, 8192x28672 0.89x, session 38)
     export ESCHA_JIT_CACHE_DIR=/tmp/ec_r128
     R="m_tiles=8,min_blocks=1,xh=1,x_ring=3,cluster=1,splits=1"
