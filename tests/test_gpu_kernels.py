@@ -498,6 +498,10 @@ def test_fused_xh_chunks_same_bits(cfg, launch, M, chunks, monkeypatch):
      1024),
     (F.FusedConfig(warps=16, m_tiles=2, rows_per_stage=16, stages=2, min_blocks=1, xh=1, x_ring=2), F.FusedLaunch(1), 20,
      768),
+    # 8 m tiles, the last one partial (the M = 128 candidate of docs/experiments/s43-gpu-plan.sh ring128):
+    # 6 steps per K slice through 3 slots; the whole K range (208 KB at IC = 768) still fits to compare
+    (F.FusedConfig(warps=16, m_tiles=8, rows_per_stage=4, stages=3, min_blocks=1, xh=1, x_ring=3), F.FusedLaunch(1), 120,
+     768),
 ])
 @pytest.mark.parametrize("cb,dtype", [("mcg", torch.float16), ("mul1", torch.bfloat16)])
 def test_fused_x_ring_same_bits(cfg, launch, M, IC, cb, dtype):
