@@ -74,7 +74,11 @@ case "${1:-}" in
   ring128)   # the ring at 8 m tiles, one split (sm_90, NVRTC 13.5: 16 waves x 4 rows x 3 stages 127-128 registers,
     # 122-134 KB, 16-byte spills at K2 mul1 / K4 mcg, clean at K3 and the others; 8 waves 149-210 registers,
     # clean; 16 waves x 8 rows and x 4 x 2 spill 16-24 bytes) against the fused default and the route ops.linear takes
-    # at M = 128 today (dense weight / coded GEMM: 4096x14336 0.52x dense bf16, 8192x28672 0.89x, session 38)
+    # at M = 128 today (dense weight / coded GEMM: 4096x14336 0.52x dense bf16, 8192x28672 0.89x, session 38).
+    # Low priority: the SASS model (benchmarks/sass_stats.py, results/2026-12-05_cpu_sass_stats_ring_m128_s43.json)
+    # puts its main loop at 34.75 SM cycles per tile, bound by the shared-memory pipe (each wave reloads
+    # all 8 m tiles of A per tile column), against 18.38 at 4 m tiles: ~1.9x the M = 64 loop, which would
+    # not beat today's route on 4096x14336 (~63 us) nor on 8192x28672 (~227 us)
     export ESCHA_JIT_CACHE_DIR=/tmp/ec_r128
     R="m_tiles=8,min_blocks=1,xh=1,x_ring=3,cluster=1,splits=1"
     P=""; for s in 4096x14336 8192x28672 5120x13824; do for K in 2 4; do for cb in mcg mul1; do
