@@ -14,6 +14,7 @@
 #   decode    the 144 PERF.md decode cells with the shipped table: the standing figure, 2 runs
 #   ring16c   the ring at 1 / 2 splits on the 19 M = 16 entries session 42 could not vary (cluster 2)
 #   ringfill  the ring at 1 / 2 splits where the untuned choice keeps split-K (one split fills < 0.8 of the SMs)
+#   ringw4    the ring with 4 waves (each A fragment serving 2 tile columns) on the M = 32 / 64 ring entries
 #   ring128   the ring at 8 m tiles (M = 128, one split) against the fused default and today's route there
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -71,6 +72,23 @@ case "${1:-}" in
         > "$OUT/ring_fill_m${M}_s43.log" 2>&1
       tail -2 "$OUT/ring_fill_m${M}_s43.log"
     done ;;
+  ringw4)    # 4 waves (2 tile columns per wave: each A fragment serves both) with the ring, 2 blocks per SM, against
+    # the ring entries of 4096x14336 / 8192x28672 (16 waves, 1 tile column per wave). SASS model (sass_stats.py,
+    # results/2026-12-05_cpu_sass_stats_ring_waves_s43.json, K2 mcg): M = 64 15.34 SM cycles per tile, issue-bound,
+    # against 18.38 shared-memory-bound at 8 / 16 waves; M = 32 (16 rows x 2 stages) 12.84 against 13.88. Compiled
+    # here (NVRTC 13.5, f16, K 2/3/4, mcg / mul1): M = 64 8 rows x 3 stages 182-227 registers, M = 32 8 x 3
+    # 137-167, no spills (M = 32 at 16 x 2 spills 344-352 bytes on mul1 K3 / K4); 72-84 KB at M = 64, so 2
+    # blocks per SM: 8 warps per SM instead of 16. 8192x28672 at one split: 224 blocks, one round.
+    export ESCHA_JIT_CACHE_DIR=/tmp/ec_w4
+    for M in 64 32; do
+      if [ "$M" = 64 ]; then R="warps=4,rows_per_stage=8,stages=3,min_blocks=2,xh=1,x_ring=3,cluster=1"
+      else R="warps=4,rows_per_stage=8,stages=3,min_blocks=2,xh=1,x_ring=3,cluster=1"; fi
+      P=""; for s in 4096x14336 8192x28672; do for K in 2 3 4; do for cb in mcg mul1; do P="$P,$s:$K:$cb:$M"; done; done; done
+      timeout 270 python3 benchmarks/bench_variants.py --problems "${P#,}" --dtypes f16,bf16 --rounds 3 \
+        --variants "$R,splits=1;$R,splits=2" --min-gain 0.03 --out "$OUT/ring_w4_m${M}_s43.json" \
+        --adopt "$OUT/sm_90_ring_w4_m${M}_s43.json" > "$OUT/ring_w4_m${M}_s43.log" 2>&1
+      tail -1 "$OUT/ring_w4_m${M}_s43.log"
+    done ;;
   ring128)   # the ring at 8 m tiles, one split (sm_90, NVRTC 13.5: 16 waves x 4 rows x 3 stages 127-128 registers,
     # 122-134 KB, 16-byte spills at K2 mul1 / K4 mcg, clean at K3 and the others; 8 waves 149-210 registers,
     # clean; 16 waves x 8 rows and x 4 x 2 spill 16-24 bytes) against the fused default and the route ops.linear takes
@@ -88,5 +106,5 @@ case "${1:-}" in
       --out "$OUT/ring128_s43.json" > "$OUT/ring128_s43.log" 2>&1; tail -1 "$OUT/ring128_s43.log"
     timeout 200 python3 benchmarks/bench_linear.py --ms=128 --prefill-ms= --shapes 4096x14336,8192x28672,5120x13824 \
       --ks 2,4 --dtypes f16 --out "$OUT/route128_s43.json" > "$OUT/route128_s43.log" 2>&1; tail -2 "$OUT/route128_s43.log" ;;
-  *) echo "usage: $0 tree|suite|ab64|ab32|heur|decode|ring16c|ringfill|ring128"; exit 2 ;;
+  *) echo "usage: $0 tree|suite|ab64|ab32|heur|decode|ring16c|ringfill|ringw4|ring128"; exit 2 ;;
 esac
