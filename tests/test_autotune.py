@@ -407,6 +407,29 @@ def test_untuned_ring_where_one_split_fills_the_sms(IC, OC, M, ring):
     assert bool(cfg.x_ring) == (ring and M > 32) and cfg in fused.default_configs(M, codebook="mul1", K=2.5)
 
 
+def test_untuned_ring_only_at_one_split():
+    """Wherever the untuned choice takes the ring it launches one split: the ring's win is a block
+    holding its whole K range. Where one split does not fit the shared-memory budget (the 2-m-tile
+    ring at M = 32 from K = 6 on, its trellis rings growing with K) the split-K default stays; it
+    used to take the ring at 8 splits, 16 waves at a split count never measured."""
+    from escha_jit.kernels import fused
+    from escha_jit.trellis import all_rate_codebooks
+    rings = 0
+    for K, cb in all_rate_codebooks():
+        for IC, OC in ((4096, 14336), (8192, 28672), (5120, 13824)):
+            for M in (17, 32, 33, 64):
+                cfg, launch = _untuned_choice(K, cb, IC, OC, M)
+                if cfg.x_ring:
+                    rings += 1
+                    assert launch.splits == 1, (K, cb, IC, OC, M, cfg, launch)
+                    total = fused.smem_layout(cfg, K, M, IC).total
+                    assert total <= fused.smem_caps("sm_90")[0], (K, cb, M, total)
+    assert rings > 100                   # the check above is not vacuous
+    for K in (6.0, 8.0):
+        cfg, launch = _untuned_choice(K, "mcg", 4096, 14336, 32)
+        assert cfg == fused.default_config(32) and cfg.x_ring == 0, (K, cfg, launch)
+
+
 def test_cluster_count_that_cannot_be_had_means_no_clusters(monkeypatch, caplog):
     """ops/fused.cluster_slots where the cluster kernel cannot be loaded (a prebuilt cache without
     it under ESCHA_JIT_NO_COMPILE, a driver refusal): a warning and a count of 0, so the untuned

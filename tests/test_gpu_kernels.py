@@ -532,7 +532,8 @@ def test_untuned_ring_at_one_split(M, cb, dtype, monkeypatch):
     monkeypatch.setattr(F, "_PLANS", {})
     y = F.fused_linear(x, w)
     (plan,) = F._PLANS.values()
-    want = KF._ring_fills(3.0, cb, IC, OC, M, F.sm_count(dev)) if KF.has_clusters(F.arch_of(dev)) else None
+    arch = F.arch_of(dev)
+    want = KF._ring_fills(3.0, cb, IC, OC, M, F.sm_count(dev), KF.smem_caps(arch)[0]) if KF.has_clusters(arch) else None
     assert plan.source == "heuristic" and plan.cfg == (want or KF.default_config(M)), plan.cfg
     if want is not None:
         assert plan.launch.splits == 1 and plan.cfg.x_ring == 3

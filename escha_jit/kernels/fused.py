@@ -367,13 +367,16 @@ _RING_MT2_MUL1_SPILLS = (1.5, 2.5, 3.5, 5.0, 6.0, 7.0, 8.0)
 _MUL1_SPILLS = {_MID_M["w16x"]: _W16X_MUL1_SPILLS, _RING[2]: _RING_MT2_MUL1_SPILLS}
 
 
-def _ring_fills(K: float, codebook: str, IC: int, OC: int, M: int, sms: int) -> Optional[FusedConfig]:
-    """The one-split ring configuration for M rows where its blocks fill the SMs (above), else None.
+def _ring_fills(K: float, codebook: str, IC: int, OC: int, M: int, sms: int,
+                smem_cap: int = SMEM_BUDGET["nvidia"]) -> Optional[FusedConfig]:
+    """The one-split ring configuration for M rows where its blocks fill the SMs (above) and one split
+    fits ``smem_cap`` (as :func:`default_launch` asks; e.g. the 2-m-tile ring from K = 5 on, its
+    trellis rings growing with K: at more splits it was never measured to win), else None.
     Each of its two K slices takes whole steps of 16 x rows_per_stage features."""
     cfg = _RING.get(_m_tiles(M))                       # None at one m tile (M <= 16) and above 4
     groups = OC // COLS
     if (cfg is None or not _default_allowed(cfg, codebook, K) or IC < RING_MIN_IC or IC % (2 * 16 * cfg.rows_per_stage)
-            or groups == 0):
+            or groups == 0 or 1 not in _fitting_splits(cfg, K, IC, M, smem_cap)):
         return None
     return cfg if groups / (math.ceil(groups / sms) * sms) >= RING_MIN_FILL else None
 
@@ -399,10 +402,10 @@ def default_config_for(K: float, codebook: str, IC: int, OC: int, M: int, sms: i
     Splits are sized for ``arch``'s shared memory (:func:`smem_caps`)."""
     vendor = vendor_of(arch)
     fallback = default_config(M, vendor)
-    if vendor != "nvidia" or M > 16:
-        ring = _ring_fills(K, codebook, IC, OC, M, sms) if has_clusters(arch) else None
-        return ring or fallback
     smem_cap, block_smem = smem_caps(arch)
+    if vendor != "nvidia" or M > 16:
+        ring = _ring_fills(K, codebook, IC, OC, M, sms, smem_cap) if has_clusters(arch) else None
+        return ring or fallback
     # the shape-free default (8 rows x 3 stages) is an option too, where its A-operand source agrees:
     # it wins where blocks are short and many (e.g. 18944x3584 at M <= 4: 37 splits of 512 features)
     if M <= 8 and M * (OC // COLS) >= 3 * sms:
