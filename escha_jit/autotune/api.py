@@ -41,9 +41,9 @@ DEFAULT_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 # session 41: 21 of 24 entries took a ring variant, 0.902x the time over them in an A/B; the H100
 # alike, session 40; a ring of 2 won nowhere that one of 3 did not win by more); its GPU tests (same
 # bits as the whole K range) pass. 16 waves with the ring at ONE split (the whole K range per block)
-# ran the M = 32 / 64 entries of 4096x14336 and 8192x28672 in 0.66-1.00x their time (H100, session 42; the H200 alike, session 43): the grid
-# has it (S = 1 is always a candidate where it fits), and the untuned choice takes it where it fills
-# the SMs (kernels.fused._ring_fills).
+# ran the M = 32 / 64 entries of 4096x14336 and 8192x28672 in 0.66-1.00x their time (H100, session 42;
+# the H200 alike, session 43): the grid has it (S = 1 is always a candidate where it fits), and the
+# untuned choice takes it where it fills the SMs (kernels.fused._ring_fills).
 TUNE_GRID = dict(warps=(4, 8, 16), rows=(4, 8, 16), stages=(2, 3), min_blocks=(1, 2), xh=(0, 1), cluster=(1, 2, 4),
                  x_ring=(0, 3))
 GRID_AXES = tuple(TUNE_GRID)        # what tune_grid's overrides may name

@@ -366,8 +366,9 @@ _W16X_MUL1_SPILLS = (1.5, 2.5, 3.0, 5.0, 6.0, 7.0)
 # round of SMs to RING_MIN_FILL or more, that beats split-K: 4096x14336 (112 column groups, 0.85 of
 # 132 SMs) 0.67-0.86x and 8192x28672 (224 groups, two rounds 0.85 full) 0.66-1.00x the time of the
 # tuned split-K entries at M = 32 / 64, themselves at most the untuned time (H100, session 42; the H200
-# the same, session 43: 0.769x the split-K default on 5120x13824 / 2048x14336, benchmarks/RESULTS.md); with 32 groups (4096x4096, 14336x4096) the same kernels ran 1.08-1.49x the
-# tuned time at 2 splits: those shapes need splits for parallelism.
+# the same, session 43: 0.769x the split-K default on 5120x13824 / 2048x14336, benchmarks/RESULTS.md);
+# with 32 groups (4096x4096, 14336x4096) the same kernels ran 1.08-1.49x the tuned time at 2 splits:
+# those shapes need splits for parallelism.
 _RING = {2: FusedConfig(warps=16, m_tiles=2, rows_per_stage=16, stages=2, min_blocks=1, xh=1, x_ring=3),
          4: FusedConfig(warps=16, m_tiles=4, rows_per_stage=8, stages=3, min_blocks=1, xh=1, x_ring=3)}
 RING_MIN_FILL = 0.8
@@ -384,8 +385,8 @@ _MUL1_SPILLS = {_MID_M["w16x"]: _W16X_MUL1_SPILLS, _RING[2]: _RING_MT2_MUL1_SPIL
 def _ring_fills(K: float, codebook: str, IC: int, OC: int, M: int, sms: int,
                 smem_cap: int = SMEM_BUDGET["nvidia"]) -> Optional[FusedConfig]:
     """The one-split ring configuration for M rows where its blocks fill the SMs (above) and one split
-    fits ``smem_cap`` (as :func:`default_launch` asks; e.g. the 2-m-tile ring from K = 5 on, its
-    trellis rings growing with K: at more splits it was never measured to win), else None.
+    fits ``smem_cap`` (as :func:`default_launch` asks; not e.g. the 2-m-tile ring at M = 32 from K = 6
+    on, its trellis rings growing with K: at more splits it was never measured to win), else None.
     Each of its two K slices takes whole steps of 16 x rows_per_stage features."""
     cfg = _RING.get(_m_tiles(M))                       # None at one m tile (M <= 16) and above 4
     groups = OC // COLS
