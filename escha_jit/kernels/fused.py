@@ -382,8 +382,7 @@ _RING_MT2_MUL1_SPILLS = (1.5, 2.5, 3.5, 5.0, 6.0, 7.0, 8.0)
 _MUL1_SPILLS = {_MID_M["w16x"]: _W16X_MUL1_SPILLS, _RING[2]: _RING_MT2_MUL1_SPILLS}
 
 
-def _ring_fills(K: float, codebook: str, IC: int, OC: int, M: int, sms: int,
-                smem_cap: int = SMEM_BUDGET["nvidia"]) -> Optional[FusedConfig]:
+def _ring_fills(K: float, codebook: str, IC: int, OC: int, M: int, sms: int, smem_cap: int) -> Optional[FusedConfig]:
     """The one-split ring configuration for M rows where its blocks fill the SMs (above) and one split
     fits ``smem_cap`` (as :func:`default_launch` asks; not e.g. the 2-m-tile ring at M = 32 from K = 6
     on, its trellis rings growing with K: at more splits it was never measured to win), else None.
