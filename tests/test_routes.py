@@ -245,7 +245,7 @@ def test_untuned_plans_fit_the_gpus_shared_memory(arch, sms):
     (4096x14336 K2 at M = 16: 169 KiB), launches the driver refuses."""
     from escha_jit.kernels.registry import fused_fits
     from escha_jit.spec import vendor_of
-    budget, block = fused.smem_caps(arch)
+    _, block = fused.smem_caps(arch)
     vendor = vendor_of(arch)
     worst, handled = 0, set()
     for IC, OC in ((4096, 4096), (4096, 14336), (14336, 4096), (8192, 28672)):
@@ -256,8 +256,7 @@ def test_untuned_plans_fit_the_gpus_shared_memory(arch, sms):
                 handled.add((K, M))
                 cfg = fused.default_config_for(K, "mcg", IC, OC, M, sms, arch)
                 routed = fused.swap_route(cfg, vendor, "mcg", M)
-                launch = fused.default_launch(routed, K, IC, OC, M, sms, smem_cap=budget, vendor=vendor,
-                                              block_smem=block)
+                launch = fused.default_launch(routed, K, IC, OC, M, sms, arch)
                 total = fused.smem_layout(routed, K, M, IC // launch.splits).total
                 check_fused_smem(arch, routed, total)
                 worst = max(worst, total)

@@ -220,13 +220,9 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
 def heuristic_candidate(p, sms: int, arch: str = "sm_90", cluster_slots: Optional[ClusterSlots] = None) -> Candidate:
     """What an untuned call of problem ``p`` runs (the config and launch of ops/fused.py plan_for;
     ``cluster_slots`` as there, None: no clusters)."""
-    from ..kernels.fused import smem_caps
-    vendor = vendor_of(arch)
-    budget, block = smem_caps(arch)
     cfg = default_config_for(p.K, p.codebook, p.IC, p.OC, p.M, sms, arch, cluster_slots)
-    routed = swap_route(cfg, vendor, p.codebook, p.M)            # the launch is sized for the route it runs
-    return Candidate(cfg, default_launch(routed, p.K, p.IC, p.OC, p.M, sms, smem_cap=budget, vendor=vendor,
-                                         block_smem=block))
+    routed = swap_route(cfg, vendor_of(arch), p.codebook, p.M)   # the launch is sized for the route it runs
+    return Candidate(cfg, default_launch(routed, p.K, p.IC, p.OC, p.M, sms, arch))
 
 
 def _cluster_slots(dev: torch.device, p) -> Optional[ClusterSlots]:

@@ -536,13 +536,15 @@ def _balanced_splits(cfg: FusedConfig, K: float, IC: int, OC: int, M: int, sms: 
 
 
 def default_launch(cfg: FusedConfig, K: float, IC: int, OC: int, M: int, sms: int,
-                   smem_cap: int = 200 * 1024, i8: bool = False, vendor: str = "nvidia",
-                   block_smem: int = NVIDIA_BLOCK_SMEM) -> FusedLaunch:
-    """The untuned split count. NVIDIA, M <= 16, fp16 activations: the split the SM-balance model
+                   arch: str = "sm_90", i8: bool = False) -> FusedLaunch:
+    """The untuned split count of ``cfg`` (the routed config the call runs) on a GPU of ``sms``
+    SMs / CUs of ``arch``. NVIDIA, M <= 16, fp16 activations: the split the SM-balance model
     (:func:`_modeled_time`) rates fastest. An A operand ring (x_ring) above one m tile: one split,
     the whole K range per block (:func:`default_config_for` picks it where that fills the SMs).
-    Elsewhere: the fewest splits that give 3.5+ blocks per SM. ``smem_cap`` and ``block_smem``: the
-    target's :func:`smem_caps`."""
+    Elsewhere: the fewest splits that give 3.5+ blocks per SM. Every split fits the arch's
+    shared memory (:func:`smem_caps`)."""
+    vendor = vendor_of(arch)
+    smem_cap, block_smem = smem_caps(arch)
     if cfg.x_ring and cfg.m_tiles > 1 and 1 in _fitting_splits(cfg, K, IC, M, smem_cap, i8):
         return FusedLaunch(1)
     modeled = vendor == "nvidia" and M <= 16 and not i8

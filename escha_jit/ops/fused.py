@@ -163,7 +163,7 @@ def plan_for(dev: torch.device, K: float, codebook: str, IC: int, OC: int, in_dt
         else:
             source = "heuristic"
     vendor = vendor_of(arch)
-    budget, block = smem_caps(arch)
+    budget, _ = smem_caps(arch)
     if cfg is None:
         slots = cluster_slots(dev, K, codebook, in_dt, out_dt, M, IC) if launch is None else None
         cfg = default_config_for(K, codebook, IC, OC, M, sm_count(dev), arch, slots)
@@ -175,8 +175,7 @@ def plan_for(dev: torch.device, K: float, codebook: str, IC: int, OC: int, in_dt
     if (OC // COLS) % cfg.cluster:
         raise ValueError(f"config {cfg}: clusters of {cfg.cluster} column groups do not tile OC={OC} "
                          f"({OC // COLS} groups of {COLS})")
-    launch = launch or default_launch(cfg, K, IC, OC, M, sm_count(dev), smem_cap=budget, i8=i8, vendor=vendor,
-                                     block_smem=block)
+    launch = launch or default_launch(cfg, K, IC, OC, M, sm_count(dev), arch, i8=i8)
     if not _fits(cfg, launch, IC, M):
         raise ValueError(f"launch {launch} does not tile IC={IC}: IC/S must be a multiple of 128 and of "
                          f"16*rows_per_stage={16 * cfg.rows_per_stage}")
