@@ -19,12 +19,13 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-.out}; mkdir -p "$OUT"
+TAG=${TAG:-s43}     # the session that names the result files
 problems() {       # the PERF.md problems at bucket M
   local P=""; for s in 4096x4096 4096x14336 14336x4096 8192x28672; do for K in 2 3 4; do for cb in mcg mul1; do
     P="$P,$s:$K:$cb:$1"; done; done; done; echo "${P#,}"
 }
 ab_tables() {      # M
-  AB_CACHE_DIR=/tmp/abc_$1 ROUNDS=2 BENCH_ARGS="--ms=$1" PREBUILD_ARGS="--ms=$1" OUT=$OUT/ab_table_m$1_s43 \
+  AB_CACHE_DIR=/tmp/abc_$1 ROUNDS=2 BENCH_ARGS="--ms=$1" PREBUILD_ARGS="--ms=$1" OUT=$OUT/ab_table_m$1_${TAG} \
     timeout 500 bash scripts/ab_trees.sh ab/P ab/C | tail -3
 }
 case "${1:-}" in
@@ -34,20 +35,20 @@ case "${1:-}" in
   suite)
     export PYTHONPATH=$PWD ESCHA_JIT_CACHE_DIR=/tmp/ec
     timeout 540 python3 -m pytest -q -n 8 tests/test_gpu_*.py tests/test_amd_on_nvidia.py tests/test_nn_cli.py \
-      tests/test_nvrtc.py > "$OUT/pytest_gpu_s43.log" 2>&1; tail -3 "$OUT/pytest_gpu_s43.log" ;;
+      tests/test_nvrtc.py > "$OUT/pytest_gpu_${TAG}.log" 2>&1; tail -3 "$OUT/pytest_gpu_${TAG}.log" ;;
   ab64) nvidia-smi --query-gpu=name --format=csv,noheader; ab_tables 64 ;;
   ab32) nvidia-smi --query-gpu=name --format=csv,noheader; ab_tables 32 ;;
   heur)
     export PYTHONPATH=$PWD ESCHA_JIT_CACHE_DIR=/tmp/ech
     timeout 540 python3 benchmarks/bench_heuristic.py --shapes 5120x13824,2048x14336,3584x18944 --ks 2,3,4 \
-      --ms 24,32,64 --out "$OUT/bench_heuristic_ring_s43.json" > "$OUT/bench_heuristic_ring_s43.log" 2>&1
-    tail -25 "$OUT/bench_heuristic_ring_s43.log" ;;
+      --ms 24,32,64 --out "$OUT/bench_heuristic_ring_${TAG}.json" > "$OUT/bench_heuristic_ring_${TAG}.log" 2>&1
+    tail -25 "$OUT/bench_heuristic_ring_${TAG}.log" ;;
   decode)
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
     export ESCHA_JIT_CACHE_DIR=/tmp/ecd
     for r in 1 2; do
-      timeout 280 python3 benchmarks/bench_linear.py --prefill-ms= --out "$OUT/bench_decode_s43_r$r.json" \
-        > "$OUT/bench_decode_s43_r$r.log" 2>&1; tail -3 "$OUT/bench_decode_s43_r$r.log"
+      timeout 280 python3 benchmarks/bench_linear.py --prefill-ms= --out "$OUT/bench_decode_${TAG}_r$r.json" \
+        > "$OUT/bench_decode_${TAG}_r$r.log" 2>&1; tail -3 "$OUT/bench_decode_${TAG}_r$r.log"
     done ;;
   ring16c)
     export ESCHA_JIT_CACHE_DIR=/tmp/ec_r16
@@ -56,8 +57,8 @@ case "${1:-}" in
     P=""; for s in 4096x4096 4096x14336; do for K in 2 3 4; do for cb in mcg mul1; do P="$P,$s:$K:$cb:16"; done; done; done
     timeout 540 python3 benchmarks/bench_variants.py --problems "${P#,}" --dtypes f16,bf16 --rounds 3 \
       --variants "$W16,splits=1;$W16,splits=2;$W8,splits=1;$W8,splits=2" --min-gain 0.03 \
-      --out "$OUT/m16_ring_c1_s43.json" --adopt "$OUT/sm_90_m16_ring_c1_s43.json" > "$OUT/m16_ring_c1_s43.log" 2>&1
-    tail -1 "$OUT/m16_ring_c1_s43.log" ;;
+      --out "$OUT/m16_ring_c1_${TAG}.json" --adopt "$OUT/sm_90_m16_ring_c1_${TAG}.json" > "$OUT/m16_ring_c1_${TAG}.log" 2>&1
+    tail -1 "$OUT/m16_ring_c1_${TAG}.log" ;;
   ringfill)   # the untuned ring where one split's blocks fill the SMs poorly (_ring_fills: fill < 0.8):
     # 3584x18944 (148 groups, fill 0.56), 18944x3584 (28), 2048x8192 (64), against 5120x27648 (216, 0.82:
     # the ring already); the dispatched choice against the ring at 1 / 2 splits and against itself with a ring
@@ -68,9 +69,9 @@ case "${1:-}" in
       P=""; for s in 3584x18944 18944x3584 2048x8192 5120x27648; do for K in 2 4; do for cb in mcg mul1; do
         P="$P,$s:$K:$cb:$M"; done; done; done
       timeout 200 python3 benchmarks/bench_variants.py --problems "${P#,}" --dtypes f16 --rounds 3 \
-        --variants "$R,splits=1;$R,splits=2;x_ring=3,cluster=1" --out "$OUT/ring_fill_m${M}_s43.json" \
-        > "$OUT/ring_fill_m${M}_s43.log" 2>&1
-      tail -2 "$OUT/ring_fill_m${M}_s43.log"
+        --variants "$R,splits=1;$R,splits=2;x_ring=3,cluster=1" --out "$OUT/ring_fill_m${M}_${TAG}.json" \
+        > "$OUT/ring_fill_m${M}_${TAG}.log" 2>&1
+      tail -2 "$OUT/ring_fill_m${M}_${TAG}.log"
     done ;;
   ringw4)    # 4 waves (2 tile columns per wave: each A fragment serves both) with the ring, 2 blocks per SM, against
     # the ring entries of 4096x14336 / 8192x28672 (16 waves, 1 tile column per wave). SASS model (sass_stats.py,
@@ -88,9 +89,9 @@ case "${1:-}" in
     for M in 64 32; do
       P=""; for s in 4096x14336 8192x28672; do for K in 2 3 4; do for cb in mcg mul1; do P="$P,$s:$K:$cb:$M"; done; done; done
       timeout 270 python3 benchmarks/bench_variants.py --problems "${P#,}" --dtypes f16,bf16 --rounds 3 \
-        --variants "$R,splits=1;$R,splits=2;$KS,splits=1" --min-gain 0.03 --out "$OUT/ring_w4_m${M}_s43.json" \
-        --adopt "$OUT/sm_90_ring_w4_m${M}_s43.json" > "$OUT/ring_w4_m${M}_s43.log" 2>&1
-      tail -1 "$OUT/ring_w4_m${M}_s43.log"
+        --variants "$R,splits=1;$R,splits=2;$KS,splits=1" --min-gain 0.03 --out "$OUT/ring_w4_m${M}_${TAG}.json" \
+        --adopt "$OUT/sm_90_ring_w4_m${M}_${TAG}.json" > "$OUT/ring_w4_m${M}_${TAG}.log" 2>&1
+      tail -1 "$OUT/ring_w4_m${M}_${TAG}.log"
     done ;;
   ring128)   # the ring at 8 m tiles, one split (sm_90, NVRTC 13.5: 16 waves x 4 rows x 3 stages 127-128 registers,
     # 122-134 KB, 16-byte spills at K2 mul1 / K4 mcg, clean at K3 and the others; 8 waves 149-210 registers,
@@ -106,8 +107,8 @@ case "${1:-}" in
       P="$P,$s:$K:$cb:128"; done; done; done
     timeout 330 python3 benchmarks/bench_variants.py --problems "${P#,}" --dtypes f16 --rounds 3 \
       --variants "warps=16,rows_per_stage=4,stages=3,$R;warps=8,rows_per_stage=4,stages=3,$R;warps=8,rows_per_stage=8,stages=3,$R" \
-      --out "$OUT/ring128_s43.json" > "$OUT/ring128_s43.log" 2>&1; tail -1 "$OUT/ring128_s43.log"
+      --out "$OUT/ring128_${TAG}.json" > "$OUT/ring128_${TAG}.log" 2>&1; tail -1 "$OUT/ring128_${TAG}.log"
     timeout 200 python3 benchmarks/bench_linear.py --ms=128 --prefill-ms= --shapes 4096x14336,8192x28672,5120x13824 \
-      --ks 2,4 --dtypes f16 --out "$OUT/route128_s43.json" > "$OUT/route128_s43.log" 2>&1; tail -2 "$OUT/route128_s43.log" ;;
+      --ks 2,4 --dtypes f16 --out "$OUT/route128_${TAG}.json" > "$OUT/route128_${TAG}.log" 2>&1; tail -2 "$OUT/route128_${TAG}.log" ;;
   *) echo "usage: $0 tree|suite|ab64|ab32|heur|decode|ring16c|ringfill|ringw4|ring128"; exit 2 ;;
 esac
