@@ -86,7 +86,7 @@ case "${1:-}" in
     export ESCHA_JIT_CACHE_DIR=/tmp/ec_w4
     R="warps=4,rows_per_stage=8,stages=3,min_blocks=2,xh=1,x_ring=3,cluster=1"
     KS="warps=8,k_slices=2,rows_per_stage=8,stages=3,min_blocks=1,xh=1,x_ring=3,cluster=1"
-    for M in 64 32; do
+    for M in ${MS:-64 32}; do      # MS: a subset, for shorter calls
       P=""; for s in 4096x14336 8192x28672; do for K in 2 3 4; do for cb in mcg mul1; do P="$P,$s:$K:$cb:$M"; done; done; done
       timeout 270 python3 benchmarks/bench_variants.py --problems "${P#,}" --dtypes f16,bf16 --rounds 3 \
         --variants "$R,splits=1;$R,splits=2;$KS,splits=1" --min-gain 0.03 --out "$OUT/ring_w4_m${M}_${TAG}.json" \
