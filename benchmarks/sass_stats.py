@@ -56,9 +56,8 @@ def dispatched_specs(table: TuningTable, arch: str, shapes: set) -> dict:
 
 def tiles_per_step(params: dict) -> int:
     """Trellis tiles a wave decodes in one main-loop step: rows_per_stage tile rows x (8 / waves
-    across the tile columns), those waves warps / K slices (FusedConfig.kw: 16 waves two K slices of
-    8 waves, each wave one tile column, unless k_slices says otherwise)."""
-    return params["rows_per_stage"] * (8 // (params["warps"] // fused.FusedConfig(**params).kw))
+    across the tile columns) (16 waves: two K slices of 8 waves, each wave one tile column)."""
+    return params["rows_per_stage"] * (8 // min(params["warps"], 8))
 
 
 def instructions_per_weight(loop_instructions: int, params: dict) -> float:

@@ -151,11 +151,6 @@ def test_fused_kernel_on_host_redoes_rows_that_leave_fp16(layout):
     # to 4 tiles, the last block's one pass over 50 rows; 8 tiles: two passes
     (fused.FusedConfig(warps=16, m_tiles=4, rows_per_stage=4, stages=2, min_blocks=1), 50),
     (fused.FusedConfig(warps=8, m_tiles=8, rows_per_stage=2, stages=2, min_blocks=1), 100),
-    # K slices set apart from the wave count (k_slices): 2 x 4 waves of 2 tile columns, 2 x 2 waves
-    # of 4, 4 x 4 waves of 2 (each A fragment a wave loads serves its tile columns)
-    (fused.FusedConfig(warps=8, m_tiles=2, rows_per_stage=4, stages=2, min_blocks=1, k_slices=2), 30),
-    (fused.FusedConfig(warps=4, m_tiles=1, rows_per_stage=4, stages=3, min_blocks=1, k_slices=2), 9),
-    (fused.FusedConfig(warps=16, m_tiles=4, rows_per_stage=2, stages=2, min_blocks=1, k_slices=4), 50),
 ])
 def test_fused_kernel_on_host_configurations(cfg, M):
     check("nvidia", 2.0, "mcg", "f16", "f16", cfg, 2, M, 1024, 256, bias=True, seed=M)
@@ -256,18 +251,6 @@ def test_fused_kernel_on_host_sm90_x_ring(x_ring, warps, M, m_tiles, splits, big
                             x_ring=x_ring)
     dt = "bf16" if big_rows else "f16"         # (the big rows' outputs leave fp16's range)
     check("sm90", 2.0, "mcg", dt, dt, cfg, splits, M, IC, 256, big_rows=big_rows, seed=M + x_ring, segments=2)
-
-
-@pytest.mark.parametrize("warps,k_slices,M,m_tiles,x_ring", [
-    (8, 2, 64, 4, 3),      # 2 K slices x 4 waves of 2 tile columns: chunks of 2 steps, 8 through 3 slots
-    (16, 4, 40, 4, 2),     # 4 K slices: chunks of 4 steps, 4 through 2 slots
-])
-def test_fused_kernel_on_host_sm90_x_ring_k_slices(warps, k_slices, M, m_tiles, x_ring):
-    # the ring with K slices set apart from the wave count (FusedConfig.k_slices): every wave
-    # reads every chunk, each on its own K slice's steps
-    cfg = fused.FusedConfig(warps=warps, m_tiles=m_tiles, rows_per_stage=4, stages=2, min_blocks=1, xh=1,
-                            x_ring=x_ring, k_slices=k_slices)
-    check("sm90", 2.0, "mcg", "f16", "f16", cfg, 1, M, 1024, 256, seed=M + k_slices, segments=2)
 
 
 @pytest.mark.parametrize("cluster,warps,M,splits,OC,big_rows", [

@@ -449,14 +449,6 @@ def test_fused_writes_into_column_slice():
     (F.FusedConfig(warps=16, m_tiles=1, rows_per_stage=16, stages=2, min_blocks=1, xh=0), F.FusedLaunch(4), 16),
     (F.FusedConfig(warps=16, m_tiles=1, rows_per_stage=16, stages=3, min_blocks=1, xh=0), F.FusedLaunch(1), 15),
     (F.FusedConfig(warps=8, m_tiles=1, rows_per_stage=16, stages=2, min_blocks=2, xh=0), F.FusedLaunch(2), 16),
-    # K slices set apart from the wave count (k_slices): 2 x 4 waves of 2 tile columns (the A operand
-    # ring, 4 m tiles, one split; in-kernel prologue, 2 m tiles), 2 x 2 waves of 4, 4 x 4 waves of 2
-    (F.FusedConfig(warps=8, m_tiles=4, rows_per_stage=8, stages=3, min_blocks=1, xh=1, x_ring=3, k_slices=2),
-     F.FusedLaunch(1), 64),
-    (F.FusedConfig(warps=8, m_tiles=2, rows_per_stage=4, stages=2, min_blocks=1, k_slices=2), F.FusedLaunch(2), 30),
-    (F.FusedConfig(warps=4, m_tiles=1, rows_per_stage=4, stages=3, min_blocks=1, k_slices=2), F.FusedLaunch(1), 9),
-    (F.FusedConfig(warps=16, m_tiles=2, rows_per_stage=8, stages=3, min_blocks=1, xh=1, x_ring=3, k_slices=4),
-     F.FusedLaunch(1), 21),
 ])
 @pytest.mark.parametrize("K,cb", [(3.0, "mcg"), (2.0, "mul1"), (4.0, "3inst")])
 def test_fused_tile_configs(cfg, launch, M, K, cb):

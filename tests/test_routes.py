@@ -53,28 +53,6 @@ def test_sixteen_waves_are_two_k_slices_of_the_fp16_route():
         fused.FusedConfig(warps=32)
 
 
-def test_k_slices_set_apart_from_the_wave_count():
-    """FusedConfig.k_slices: waves per tile column, apart from the wave count (0: 2 at 16 waves, else
-    1). Each K slice's waves stream their own rings (the ring bytes grow with it, as at 16 waves); it
-    is the fp16 route's; warps / k_slices must divide the 8 tile columns; at 0 the spec's name and
-    the table's JSON leave it out, so kernels and tables from before the field read the same."""
-    from escha_jit.autotune.table import _cfg_json
-    base = fused.FusedConfig(warps=8, m_tiles=4, rows_per_stage=8, stages=3, min_blocks=1, xh=1, x_ring=3)
-    two = dataclasses.replace(base, k_slices=2)
-    assert (base.kw, two.kw, fused.FusedConfig(warps=16).kw, fused.FusedConfig(warps=16, k_slices=4).kw) == (1, 2, 2, 4)
-    assert fused.smem_layout(two, 2.0, 64, 4096).tr_bytes == 2 * fused.smem_layout(base, 2.0, 64, 4096).tr_bytes
-    assert "k_slices" not in str(fused.spec_for("sm_90", 2.0, "mcg", "f16", "f16", base))
-    assert "k_slices2" in str(fused.spec_for("sm_90", 2.0, "mcg", "f16", "f16", two))
-    assert "k_slices" not in _cfg_json(base) and _cfg_json(two)["k_slices"] == 2
-    for M in (1, 4):                                          # never the swapped route
-        assert fused.swap_route(dataclasses.replace(two, m_tiles=1, x_ring=0, xh=0), "nvidia", "mcg", M).swap == 0
-    for bad, match in ((dict(warps=16, k_slices=1), "warps / k_slices must divide 8"),
-                       (dict(warps=2, k_slices=4), "warps / k_slices must divide 8"),
-                       (dict(warps=8, k_slices=3), "k_slices=3")):
-        with pytest.raises(ValueError, match=match):
-            fused.FusedConfig(**bad)
-
-
 def test_prefill_route_variable(monkeypatch):
     monkeypatch.delenv("ESCHA_JIT_PREFILL", raising=False)
     assert env.prefill_route() == "dense"

@@ -80,9 +80,11 @@ case "${1:-}" in
     # here (NVRTC 13.5, f16, K 2/3/4, mcg / mul1): M = 64 8 rows x 3 stages 182-227 registers, M = 32 8 x 3
     # 137-167, no spills (M = 32 at 16 x 2 spills 344-352 bytes on mul1 K3 / K4); 72-84 KB at M = 64, so 2
     # blocks per SM: 8 warps per SM instead of 16. 8192x28672 at one split: 224 blocks, one round.
-    # Third variant: 8 waves as 2 K slices x 4 waves of 2 tile columns (FusedConfig.k_slices, host-tested:
-    # tests/test_fused_host.py), one block per SM holding the whole K range: the same reuse, 8 warps per SM,
-    # no partials (M = 64 15.31 cycles per tile, 182-227 registers; M = 32 13.11-14.05, 135-167).
+    # Third variant: 8 waves as 2 K slices x 4 waves of 2 tile columns (FusedConfig.k_slices, now only in
+    # docs/experiments/s43-k-slices.diff: apply it first), one block per SM holding the whole K range: the same
+    # reuse, 8 warps per SM, no partials (M = 64 15.31 cycles per tile, 182-227 registers; M = 32 13.11-14.05).
+    # Session 44 (H100, f16, 2 rounds): every variant slower than the shipped ring entries (4 waves 1.12-2.14x,
+    # 2 K slices 1.00-1.10x); benchmarks/RESULTS.md "Session 44"
     export ESCHA_JIT_CACHE_DIR=/tmp/ec_w4
     R="warps=4,rows_per_stage=8,stages=3,min_blocks=2,xh=1,x_ring=3,cluster=1"
     KS="warps=8,k_slices=2,rows_per_stage=8,stages=3,min_blocks=1,xh=1,x_ring=3,cluster=1"

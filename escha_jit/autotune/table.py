@@ -177,8 +177,6 @@ def _cfg_json(cfg: FusedConfig) -> dict:
     d.pop("diag", None)
     if d.get("reg_level") == -1:                 # ptxas' default: entries tuned without the axis read the same
         del d["reg_level"]
-    if d.get("k_slices") == 0:                   # by the wave count (entries from before the field)
-        del d["k_slices"]
     return d
 
 

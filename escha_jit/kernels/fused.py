@@ -80,10 +80,6 @@ class FusedConfig:
     x_ring: int = 0           # NVIDIA sm_90, xh=1, fp16 route: the A operand in a ring of this many chunks
                               # (2..4) of one step per K slice instead of the block's whole K range (0):
                               # less shared memory per block, so more blocks per SM at M = 32..64
-    k_slices: int = 0         # fp16 route: waves per tile column, each on every k_slices-th step of the
-                              # block's K range (0: 2 at 16 waves, else 1); warps / k_slices waves share
-                              # the 8 tile columns, so e.g. 8 waves at 2 K slices hold 2 columns each and
-                              # every A fragment a wave loads serves both (fewer shared-memory loads)
 
     def __post_init__(self):
         # a bad value would otherwise surface as a static_assert of the kernel source at compile time
@@ -96,22 +92,13 @@ class FusedConfig:
                                  ("cluster", (lambda v: v in (1, 2, 4, 8), "1, 2, 4 or 8")),
                                  ("reg_level", (lambda v: -1 <= v <= 10, "0..10, or -1 (ptxas' default)")),
                                  ("x_ring", (lambda v: v == 0 or 2 <= v <= 4, "0 (off) or 2..4 chunks")),
-                                 ("k_slices", (lambda v: v in (0, 1, 2, 4), "0 (by warps), 1, 2 or 4")),
                                  ("diag", (lambda v: 0 <= v <= 4, "0..4"))):
             _check_field("FusedConfig", name, getattr(self, name), ok, want)
-        if self.warps % self.kw or COLS // 16 % (self.warps // self.kw):
-            raise ValueError(f"FusedConfig: warps={self.warps} at {self.kw} K slice(s) leaves {self.warps / self.kw:g} "
-                             f"waves across the 8 tile columns; warps / k_slices must divide 8")
-
-    @property
-    def kw(self) -> int:
-        """K slices: waves per tile column (k_slices, or 2 at 16 waves and 1 below)."""
-        return self.k_slices or (2 if self.warps > 8 else 1)
 
     def tile(self) -> dict:
         d = dataclasses.asdict(self)
         for opt, off in (("diag", 0), ("dot", 0), ("swap", 0), ("cluster", 1), ("reg_level", -1),   # off: not part of the spec
-                         ("x_ring", 0), ("k_slices", 0)):
+                         ("x_ring", 0)):
             if d[opt] == off:                                                 # (keys stay as they were)
                 del d[opt]
         return d
@@ -166,7 +153,7 @@ def smem_layout(cfg: FusedConfig, K: float, M: int, kr: int, i8: bool = False) -
     mp = 16 * cfg.m_tiles
     w32 = tile_words(K) // 2
     red = 16 * (COLS + 4) * 4                              # one m tile of fp32 sums
-    kw = cfg.kw                                            # K slices (waves per tile column)
+    kw = max(1, cfg.warps // 8)                            # K slices (waves per tile column)
     if i8:
         xs = _align(M * (kr + 16) * 4) + _align(2 * mp * (kr // 128) * 4)
     elif cfg.swap:
@@ -195,8 +182,8 @@ def spec_for(arch: str, K: float, codebook: str, in_dtype: str, out_dtype: str, 
              act_quant: Optional[str] = None) -> KernelSpec:
     """The fused kernel ("fused"), or with act_quant='int8' its int8-activation twin ("fused_i8")."""
     check_act_quant(act_quant, codebook)
-    if cfg.kw > 1 and (act_quant or cfg.swap):
-        raise ValueError(f"config {cfg}: {cfg.kw} K slices per tile column (warps=16, or k_slices) are the fp16 route's; "
+    if cfg.warps > 8 and (act_quant or cfg.swap):
+        raise ValueError(f"config {cfg}: warps=16 (two K slices per tile column) is the fp16 route's; "
                          f"act_quant={act_quant}, swap={cfg.swap}")
     if cfg.dot and act_quant != "int8":
         raise ValueError(f"config {cfg}: dot=1 is a variant of the int8-activation kernels (act_quant='int8')")
@@ -233,7 +220,7 @@ SWAP_MAX_M = 8
 
 def swap_allowed(cfg: FusedConfig, vendor: str, codebook: str, act_quant: Optional[str] = None) -> bool:
     return (vendor == "nvidia" and codebook in SWAP_CODEBOOKS and act_quant is None and cfg.m_tiles == 1
-            and not cfg.dot and cfg.kw == 1 and cfg.cluster == 1)
+            and not cfg.dot and cfg.warps <= 8 and cfg.cluster == 1)
 
 
 def swap_route(cfg: FusedConfig, vendor: str, codebook: str, M: int, act_quant: Optional[str] = None) -> FusedConfig:
@@ -257,8 +244,7 @@ def render_extra(spec: KernelSpec) -> dict:
             "tr_bytes": smem_layout(cfg, spec.K, 1, 128).tr_bytes, "diag": cfg.diag, "xh": cfg.xh,
             "i8": is_i8(spec), "dot": cfg.dot, "swap": cfg.swap, "cluster": cfg.cluster,
             # what smem_layout sized for them; the kernel checks both (fused.hip.j2 static_asserts)
-            "epilogue_m_tiles": min(cfg.m_tiles, EPILOGUE_M_TILES), "xh_chunks": XH_CHUNKS, "x_ring": cfg.x_ring,
-            "k_slices": cfg.k_slices}
+            "epilogue_m_tiles": min(cfg.m_tiles, EPILOGUE_M_TILES), "xh_chunks": XH_CHUNKS, "x_ring": cfg.x_ring}
 
 
 def _m_tiles(M: int) -> int:

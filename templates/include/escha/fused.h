@@ -93,16 +93,14 @@ ESCHA_DEVICE void fill(E (&x)[N], T v) {
 }
 
 template <int K2, int CB, typename in_t, typename out_t, int WARPS, int MT, int RB, int STAGES, int TR_BYTES,
-          bool XH, bool I8 = false, bool DOT = false, bool SW = false, int CL = 1, int XR = 0, int KS = 0>
+          bool XH, bool I8 = false, bool DOT = false, bool SW = false, int CL = 1, int XR = 0>
 struct FusedLinear {
     static constexpr int COLS = 128;                   // output columns per block (one Hadamard block)
     static constexpr int TILES_N = COLS / 16;           // 8 tile columns per block
     // WARPS = 16 (fp16 route): KW = 2 waves per tile column, each taking every other step of the
     // block's K range (K slice = wave / CW); their sums meet in shared memory in the epilogue. More
-    // waves per SM without a second split-K partial set (one block per SM at M = 16). KS > 0 sets the
-    // K slices (kernels/fused.py FusedConfig.k_slices), e.g. 8 waves as 2 K slices x 4 waves of 2 tile
-    // columns each: every A fragment a wave loads then serves 2 tile columns.
-    static constexpr int KW = KS > 0 ? KS : WARPS > TILES_N ? WARPS / TILES_N : 1;
+    // waves per SM without a second split-K partial set (one block per SM at M = 16).
+    static constexpr int KW = WARPS > TILES_N ? WARPS / TILES_N : 1;
     static constexpr int CW = WARPS / KW;               // waves across the tile columns
     static constexpr int TPW = TILES_N / CW;            // tile columns per wave
     static constexpr int W32 = Rate<K2>::W32;
@@ -111,7 +109,7 @@ struct FusedLinear {
     static constexpr int RING_WORDS = STAGES * SLOT_WORDS;        // one wave's ring
     static constexpr int PIECES = SLOT_WORDS / 4;                 // 16-byte pieces of a stage of a wave
     static constexpr int PER_LANE = (PIECES + ESCHA_WAVE - 1) / ESCHA_WAVE;
-    static_assert(TILES_N % CW == 0 && WARPS % KW == 0, "WARPS / KW must divide 8 (16 waves: 2 K slices by default)");
+    static_assert(TILES_N % CW == 0 && WARPS % KW == 0, "WARPS must divide 8, or be 16");
     static_assert(SLOT_WORDS % 4 == 0, "stages are copied in 16-byte pieces");
     static_assert(TR_BYTES == WARPS * RING_WORDS * 4, "host and kernel disagree on the trellis ring size");
     static constexpr int RED_LD = COLS + 4;
@@ -142,7 +140,7 @@ struct FusedLinear {
     static_assert(CL == 1 || (HAS_CLUSTERS && !XH && !WORDS), "clusters: NVIDIA, the fp16 route's in-kernel prologue");
     static_assert(CL >= 1 && CL <= 8 && (CL & (CL - 1)) == 0, "cluster of 1, 2, 4 or 8 blocks");
     static_assert(CL == 1 || ESCHA_CLUSTER_EXCHANGE, "clusters: sm_90's st.async and mbarriers");
-    static_assert(KW == 1 || !WORDS, "K-sliced waves (KW > 1): the fp16 route only");
+    static_assert(KW == 1 || !WORDS, "K-sliced waves (WARPS = 16): the fp16 route only");
     // XH on sm_90: the A operand arrives in at most XCHUNKS chunks of whole steps (Args::x_chunks;
     // kernels/fused.py smem_layout: 8 bytes of mbarrier per chunk after the zero bytes; XH_CHUNKS
     // there, checked by fused.hip.j2)
