@@ -510,7 +510,7 @@ def _modeled_time(cfg: FusedConfig, K: float, IC: int, OC: int, M: int, S: int, 
 
 
 def _balanced_splits(cfg: FusedConfig, K: float, IC: int, OC: int, M: int, sms: int,
-                     smem_cap: int, block_smem: int = NVIDIA_BLOCK_SMEM) -> Optional[tuple[float, int]]:
+                     smem_cap: int, block_smem: int) -> Optional[tuple[float, int]]:
     """(modeled time, split) of the split the model rates fastest (ties: the fewest splits); None if
     none fits. A block alone on its SM (min_blocks 1) may take all a block can (``block_smem``)."""
     best = None
