@@ -721,6 +721,35 @@ def test_fused_pdl_chain_matches_plain_launches(M, monkeypatch):
         assert torch.equal(out, y_plain)
 
 
+def test_fused_pinned_occupancy_and_its_stamp():
+    """A launch pinned to one block per SM (FusedLaunch.blocks_per_sm) pads its shared memory so that
+    the driver fits exactly one, and computes the same bits as the unpinned launch; the stamping
+    tool (benchmarks/stamp_occupancy.py) records what the driver fits unpinned."""
+    import importlib.util
+    import os
+    from escha_jit.autotune.table import Entry, TuningTable
+    dev = torch.device(DEV)
+    w = _layer(4096, 512, 2.0, "mcg", 7)
+    x = torch.randn(4, 4096, device=DEV).half()
+    cfg = F.FusedConfig(warps=8, m_tiles=1, rows_per_stage=16, stages=2, min_blocks=2, xh=0)
+    free = F.plan_for(dev, 2.0, "mcg", 4096, 512, "f16", "f16", 4, cfg, F.FusedLaunch(4))
+    natural = free.kernel.max_active_blocks(32 * free.cfg.warps, free.smem)
+    assert natural >= 2                               # min_blocks 2: registers and ~20 KB leave room for 2
+    pinned = F.plan_for(dev, 2.0, "mcg", 4096, 512, "f16", "f16", 4, cfg, F.FusedLaunch(4, blocks_per_sm=1))
+    assert pinned.smem > free.smem and pinned.kernel.max_active_blocks(32 * pinned.cfg.warps, pinned.smem) == 1
+    y0 = F.fused_linear(x, w, cfg=cfg, launch=F.FusedLaunch(4))
+    y1 = F.fused_linear(x, w, cfg=cfg, launch=F.FusedLaunch(4, blocks_per_sm=1))
+    assert torch.equal(y0, y1)
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks", "stamp_occupancy.py")
+    spec = importlib.util.spec_from_file_location("stamp_occupancy", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    t = TuningTable(entries={"fused|K2|mcg|4096x512|f16|M4": Entry(cfg, F.FusedLaunch(4, blocks_per_sm=1))})
+    got = mod.stamp(t, dev)
+    assert got == {"fused|K2|mcg|4096x512|f16|M4": (natural, free.smem)}
+    assert t.entries["fused|K2|mcg|4096x512|f16|M4"].launch == F.FusedLaunch(4, blocks_per_sm=natural)
+
+
 def test_fused_deterministic_and_graph_replay():
     w = _layer(4096, 512, 2.0, "mcg", 6)
     x = torch.randn(4, 4096, device=DEV).half()

@@ -22,7 +22,7 @@ from ..spec import vendor_of
 from .candidates import Candidate, fused_candidates
 from .search import successive_halving
 from .shapes import LayerShape
-from .table import ROUTE_BUCKETS, Entry, TuningTable, check_route_buckets, entry_key, read_table, tables, user_table_path
+from .table import ROUTE_BUCKETS, Entry, TuningTable, check_route_buckets, entry_key, launch_json, read_table, tables, user_table_path
 
 log = logging.getLogger(__name__)
 DEFAULT_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
@@ -180,7 +180,7 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
         table.entries[key] = Entry(choice.cfg, choice.launch, us * 1e6, {
             "weight_gb_s": round(p.IC * p.OC * p.K / 8 / us / 1e9, 1), "heuristic_us": round(t_heur * 1e6, 3),
             "runner_up": None if runner is None else {"config": dataclasses.asdict(runner.candidate.cfg),
-                                                       "launch": dataclasses.asdict(runner.candidate.launch),
+                                                       "launch": launch_json(runner.candidate.launch),
                                                        "us": round(runner.seconds * 1e6, 3)}})
         rows.append(TuneRow(key, choice.key(), us * 1e6, t_heur * 1e6, len(cands), rep.measured, len(rep.failed),
                             time.perf_counter() - t0))

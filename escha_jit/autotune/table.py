@@ -121,7 +121,7 @@ class Entry:
         return None if ru is None else _entry_from_json("runner_up", ru)
 
     def to_json(self) -> dict:
-        d = {"config": _cfg_json(self.cfg), "launch": dataclasses.asdict(self.launch)}
+        d = {"config": _cfg_json(self.cfg), "launch": launch_json(self.launch)}
         if self.us is not None:
             d["us"] = round(self.us, 3)
         d.update(self.extra)
@@ -177,6 +177,14 @@ def _cfg_json(cfg: FusedConfig) -> dict:
     d.pop("diag", None)
     if d.get("reg_level") == -1:                 # ptxas' default: entries tuned without the axis read the same
         del d["reg_level"]
+    return d
+
+
+def launch_json(launch: FusedLaunch) -> dict:
+    """A launch as a table stores it: blocks_per_sm only where an entry pins it (0: not recorded)."""
+    d = dataclasses.asdict(launch)
+    if not d.get("blocks_per_sm"):
+        d.pop("blocks_per_sm", None)
     return d
 
 

@@ -19,7 +19,7 @@ from typing import Callable, Optional
 from ..spec import KernelSpec, nvidia_sm, vendor_of
 from ..trellis import tile_words
 from . import DTYPE_CODES
-from .limits import block_smem_limit
+from .limits import block_smem_limit, block_smem_reserved, sm_smem_limit
 
 # (config, splits) -> how many thread block clusters of config.cluster blocks of that launch can be
 # resident on the GPU at once (the driver's cuOccupancyMaxActiveClusters; ops/fused.py cluster_slots)
@@ -107,9 +107,25 @@ class FusedConfig:
 @dataclasses.dataclass(frozen=True)
 class FusedLaunch:
     splits: int               # S: blocks along the input features (KR = IC / S each)
+    # NVIDIA: > 0 lets at most this many blocks share an SM (occupancy_smem pads the launch's dynamic
+    # shared memory), the occupancy a table entry was timed at (benchmarks/stamp_occupancy.py), so that
+    # a kernel change that frees registers does not stack more blocks per SM than the entry assumes;
+    # 0: as many as registers and shared memory allow
+    blocks_per_sm: int = 0
 
     def __post_init__(self):
         _check_field("FusedLaunch", "splits", self.splits, lambda v: v >= 1, ">= 1")
+        _check_field("FusedLaunch", "blocks_per_sm", self.blocks_per_sm, lambda v: v >= 0, ">= 0")
+
+
+def occupancy_smem(smem: int, blocks_per_sm: int, arch: str) -> int:
+    """Dynamic shared memory (bytes) for a launch whose blocks need ``smem`` each, padded so that at
+    most ``blocks_per_sm`` of them fit one SM of ``arch`` (each also reserves the driver's per-block
+    share); ``smem`` itself where that already holds them to it, at 0, and on AMD (not modelled)."""
+    per_sm, reserved = sm_smem_limit(arch), block_smem_reserved(arch)
+    if blocks_per_sm <= 0 or per_sm == 0 or per_sm // (smem + reserved) <= blocks_per_sm:
+        return smem
+    return min(block_smem_limit(arch), per_sm // blocks_per_sm - reserved)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -11,7 +11,7 @@ import torch
 
 from ..kernels import prep
 from ..kernels.fused import (ARGS, COLS, I8_MAX_M, MAX_M, ROUTE_MAX_M, SWAP_MAX_M, ClusterSlots, FusedConfig, FusedLaunch,
-                             check_act_quant, default_config, default_config_for, default_config_i8, default_launch, has_clusters, render_extra, smem_caps, smem_layout, spec_for,
+                             check_act_quant, occupancy_smem, default_config, default_config_for, default_config_i8, default_launch, has_clusters, render_extra, smem_caps, smem_layout, spec_for,
                              swap_route, x_chunks)
 from ..kernels.registry import check_fused_smem, fused_fits
 from ..spec import nvidia_sm, vendor_of
@@ -105,6 +105,8 @@ class Plan:
     cfg: FusedConfig
     launch: FusedLaunch
     layout: object
+    smem: int                      # the launch's dynamic shared memory: layout.total, padded to the launch's
+                                   # blocks_per_sm (kernels.fused.occupancy_smem)
     kernel: object
     prep: object
     pdl: bool                      # launched as programmatic dependents (NVIDIA sm_90+, see pdl_supported)
@@ -180,13 +182,14 @@ def plan_for(dev: torch.device, K: float, codebook: str, IC: int, OC: int, in_dt
         raise ValueError(f"launch {launch} does not tile IC={IC}: IC/S must be a multiple of 128 and of "
                          f"16*rows_per_stage={16 * cfg.rows_per_stage}")
     layout = smem_layout(cfg, K, M, IC // launch.splits, i8)
-    check_fused_smem(arch, cfg, layout.total)        # before compiling: the driver would refuse the launch
+    smem = occupancy_smem(layout.total, launch.blocks_per_sm, arch)
+    check_fused_smem(arch, cfg, smem)                # before compiling: the driver would refuse the launch
     spec = spec_for(arch, K, codebook, in_dt, out_dt, cfg, act_quant)
     k = kernel_for(spec, dev, ARGS, render_extra(spec))
     pk = None
     if cfg.xh:
         pk = prep_kernel(dev, in_dt, words=bool(cfg.swap))
-    p = _PLANS[key] = Plan(cfg, launch, layout, k, pk,
+    p = _PLANS[key] = Plan(cfg, launch, layout, smem, k, pk,
                            pdl_supported(arch), source,
                            1 if cfg.swap else x_chunks((OC // COLS) * launch.splits, sm_count(dev) * cfg.min_blocks))
     return p
@@ -379,5 +382,5 @@ def fused_linear(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] 
              (x, x.stride(0), out, out.stride(0), w.code, w.rin, w.s_in, w.rout, w.s_out, bias32,
               M, IC, OC, kr, w.logical_in, w.logical_out, ws, cnt, lay.off_tr, lay.off_red, lay.off_exp,
               xh, xh_exp, plan.x_chunks),
-             smem=lay.total, stream=stream, pdl=plan.pdl, cluster=cfg.cluster)
+             smem=plan.smem, stream=stream, pdl=plan.pdl, cluster=cfg.cluster)
     return out

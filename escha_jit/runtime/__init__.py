@@ -137,6 +137,12 @@ class Kernel:
         else:
             self.runtime.launch(self.handle, g, b, smem, stream, vals, self._ctypes, self.name)
 
+    def max_active_blocks(self, threads: int, smem: int) -> int:
+        """How many blocks of ``threads`` threads with ``smem`` bytes of dynamic shared memory each one
+        SM / CU holds at once (the driver's count: registers, shared memory, warps)."""
+        self._allow_smem(smem)
+        return self.runtime.max_active_blocks(self.handle, threads, smem, self.name)
+
     def max_active_clusters(self, block: Sequence[int], smem: int, cluster: int) -> int:
         """How many thread block clusters of ``cluster`` blocks (``block`` threads, ``smem`` bytes of
         dynamic shared memory each) the GPU can hold at once (NVIDIA sm_90; the driver's count)."""

@@ -105,6 +105,12 @@ class CudaRuntime(VendorRuntime):
         return int(check(self.drv.cuOccupancyMaxActiveClusters(fn, cfg),
                          f"cuOccupancyMaxActiveClusters({name}, block {block}, smem {smem}, clusters of {cluster})"))
 
+    def max_active_blocks(self, fn, threads: int, smem: int, name: str) -> int:
+        """cuOccupancyMaxActiveBlocksPerMultiprocessor: how many blocks of ``fn`` (``threads`` threads,
+        ``smem`` bytes of dynamic shared memory each) one SM holds at once."""
+        return int(check(self.drv.cuOccupancyMaxActiveBlocksPerMultiprocessor(fn, threads, smem),
+                         f"cuOccupancyMaxActiveBlocksPerMultiprocessor({name}, {threads} threads, smem {smem})"))
+
     def launch_ex(self, fn, grid, block, smem, stream, vals, types, name, pdl: bool, cluster: int) -> None:
         """cuLaunchKernelEx. ``pdl``: with programmatic stream serialization (the kernel may begin
         before the previous kernel of the stream has finished; it waits in-kernel with

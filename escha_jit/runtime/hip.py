@@ -28,6 +28,11 @@ class HipRuntime(VendorRuntime):
         attr = self.hip.hipFunction_attribute.HIP_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
         check(self.hip.hipFuncSetAttribute(fn, attr, nbytes), "hipFuncSetAttribute(max dynamic smem)")
 
+    def max_active_blocks(self, fn, threads: int, smem: int, name: str) -> int:
+        """hipModuleOccupancyMaxActiveBlocksPerMultiprocessor: blocks of ``fn`` one CU holds at once."""
+        return int(check(self.hip.hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(fn, threads, smem),
+                         f"hipModuleOccupancyMaxActiveBlocksPerMultiprocessor({name})"))
+
     def launch(self, fn, grid, block, smem, stream, vals, types, name) -> None:
         # hip-python's `extra` takes ctypes scalars packed with natural alignment
         extra = tuple(t(v) for v, t in zip(vals, types))

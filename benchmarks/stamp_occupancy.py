@@ -1,0 +1,68 @@
+"""Stamp each fused entry of a tuning table with the blocks per SM its kernel gets on this GPU
+(``launch.blocks_per_sm``: the driver's occupancy at the launch's shared memory, for the entry's M
+bucket), so that the launch keeps that occupancy after a kernel change frees registers.
+
+Why (benchmarks/RESULTS.md session 45): most fused kernels' register counts are set by their
+split-K finishing code, and an entry's time depends on how many blocks share an SM. A change that
+took the finishing code from 102-110 to 64-86 registers let 53 of 103 decode kernels stack more
+blocks per SM than their entries were timed with (1.079x the time); held at the former occupancy
+the same change took 0.994x. Run this with the package the table was timed with (its kernels set
+the occupancy), then apply the kernel change:
+
+    python benchmarks/stamp_occupancy.py --table tuning/sm_90.json --out tuning/sm_90.json
+
+Entries that already carry blocks_per_sm are re-stamped. Prints one line per entry; needs the GPU.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from escha_jit.autotune.table import TuningTable, parse_key, shipped_table_path  # noqa: E402
+from escha_jit.ops import fused as F  # noqa: E402
+from escha_jit.ops.common import arch_of  # noqa: E402
+
+log = logging.getLogger("stamp_occupancy")
+
+
+def stamp(table: TuningTable, dev: torch.device) -> dict[str, tuple[int, int]]:
+    """Each fused entry's (blocks per SM, dynamic shared memory) on ``dev``; the table's entries get
+    the blocks as launch.blocks_per_sm (in place)."""
+    out = {}
+    for key, e in sorted(table.entries.items()):
+        k = parse_key(key)
+        if k.op != "fused":
+            continue
+        launch = dataclasses.replace(e.launch, blocks_per_sm=0)
+        plan = F.plan_for(dev, k.K, k.codebook, k.IC, k.OC, k.dtype, k.dtype, k.M, e.cfg, launch)
+        blocks = plan.kernel.max_active_blocks(32 * plan.cfg.warps, plan.smem)
+        if blocks < 1:
+            raise RuntimeError(f"{key}: the driver fits no block of {plan.cfg} with {plan.smem} bytes")
+        table.entries[key] = dataclasses.replace(e, launch=dataclasses.replace(e.launch, blocks_per_sm=blocks))
+        out[key] = (blocks, plan.smem)
+        print(f"{key:<44} {str(plan.cfg):<150} S={launch.splits:<3} smem {plan.smem:>6}  {blocks} per SM", flush=True)
+    return out
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--table", default="", help="the table (default: the shipped one of this GPU's arch)")
+    ap.add_argument("--out", required=True, help="where the stamped table goes (may be --table)")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    dev = torch.device("cuda")
+    path = args.table or shipped_table_path(arch_of(dev))
+    table = TuningTable.load(path)
+    got = stamp(table, dev)
+    table.save(args.out)
+    log.info("%d entries of %s stamped on %s -> %s", len(got), path, torch.cuda.get_device_name(dev), args.out)
+
+
+if __name__ == "__main__":
+    main()
