@@ -25,6 +25,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from escha_jit import env  # noqa: E402
+from escha_jit.autotune.occupancy import stamped  # noqa: E402
 from escha_jit.autotune.table import TuningTable, parse_key, shipped_table_path  # noqa: E402
 from escha_jit.kernels import fused as KF  # noqa: E402
 from escha_jit.offline import compile_all  # noqa: E402
@@ -52,20 +53,18 @@ def prebuild(table: TuningTable, arch: str, jobs) -> None:
 
 def stamp(table: TuningTable, dev: torch.device) -> dict[str, tuple[int, int]]:
     """Each fused entry's (blocks per SM, dynamic shared memory) on ``dev``; the table's entries get
-    the blocks as launch.blocks_per_sm (in place)."""
+    the blocks as launch.blocks_per_sm (in place; autotune.occupancy.stamped)."""
     out = {}
     for key, e in sorted(table.entries.items()):
-        k = parse_key(key)
-        if k.op != "fused":
+        if parse_key(key).op != "fused":
             continue
-        launch = dataclasses.replace(e.launch, blocks_per_sm=0)
-        plan = F.plan_for(dev, k.K, k.codebook, k.IC, k.OC, k.dtype, k.dtype, k.M, e.cfg, launch)
-        blocks = plan.kernel.max_active_blocks(32 * plan.cfg.warps, plan.smem)
-        if blocks < 1:
-            raise RuntimeError(f"{key}: the driver fits no block of {plan.cfg} with {plan.smem} bytes")
-        table.entries[key] = dataclasses.replace(e, launch=dataclasses.replace(e.launch, blocks_per_sm=blocks))
-        out[key] = (blocks, plan.smem)
-        print(f"{key:<44} {str(plan.cfg):<150} S={launch.splits:<3} smem {plan.smem:>6}  {blocks} per SM", flush=True)
+        s = table.entries[key] = stamped(key, e, dev)
+        k = parse_key(key)
+        plan = F.plan_for(dev, k.K, k.codebook, k.IC, k.OC, k.dtype, k.dtype, k.M, e.cfg,
+                          dataclasses.replace(e.launch, blocks_per_sm=0))
+        out[key] = (s.launch.blocks_per_sm, plan.smem)
+        print(f"{key:<44} {str(plan.cfg):<150} S={s.launch.splits:<3} smem {plan.smem:>6}  "
+              f"{s.launch.blocks_per_sm} per SM", flush=True)
     return out
 
 

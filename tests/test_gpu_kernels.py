@@ -737,6 +737,8 @@ def test_fused_pinned_occupancy_and_its_stamp():
     assert natural >= 2                               # min_blocks 2: registers and ~20 KB leave room for 2
     pinned = F.plan_for(dev, 2.0, "mcg", 4096, 512, "f16", "f16", 4, cfg, F.FusedLaunch(4, blocks_per_sm=1))
     assert pinned.smem > free.smem and pinned.kernel.max_active_blocks(32 * pinned.cfg.warps, pinned.smem) == 1
+    same = F.plan_for(dev, 2.0, "mcg", 4096, 512, "f16", "f16", 4, cfg, F.FusedLaunch(4, blocks_per_sm=natural))
+    assert same.smem == free.smem                     # a pin the kernel keeps anyway pads nothing
     y0 = F.fused_linear(x, w, cfg=cfg, launch=F.FusedLaunch(4))
     y1 = F.fused_linear(x, w, cfg=cfg, launch=F.FusedLaunch(4, blocks_per_sm=1))
     assert torch.equal(y0, y1)

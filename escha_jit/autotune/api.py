@@ -22,6 +22,7 @@ from ..spec import vendor_of
 from .candidates import Candidate, fused_candidates
 from .search import successive_halving
 from .shapes import LayerShape
+from .occupancy import stamped
 from .table import ROUTE_BUCKETS, Entry, TuningTable, check_route_buckets, entry_key, launch_json, read_table, tables, user_table_path
 
 log = logging.getLogger(__name__)
@@ -177,11 +178,12 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
         else:
             choice, us = best.candidate, best.seconds
         runner = next((r for r in rep.ranked if r.candidate != choice), None)
-        table.entries[key] = Entry(choice.cfg, choice.launch, us * 1e6, {
+        # stamped: the blocks per SM it was timed at, kept through later kernel changes (autotune.occupancy)
+        table.entries[key] = stamped(key, Entry(choice.cfg, choice.launch, us * 1e6, {
             "weight_gb_s": round(p.IC * p.OC * p.K / 8 / us / 1e9, 1), "heuristic_us": round(t_heur * 1e6, 3),
             "runner_up": None if runner is None else {"config": dataclasses.asdict(runner.candidate.cfg),
                                                        "launch": launch_json(runner.candidate.launch),
-                                                       "us": round(runner.seconds * 1e6, 3)}})
+                                                       "us": round(runner.seconds * 1e6, 3)}}), dev)
         rows.append(TuneRow(key, choice.key(), us * 1e6, t_heur * 1e6, len(cands), rep.measured, len(rep.failed),
                             time.perf_counter() - t0))
         if save:
@@ -195,7 +197,7 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
         won = {r.key: r for r in refine(table, [p for p, _, _ in timers], dev, progress=progress) if r.chosen >= 0}
         for r in rows:
             if r.key in won:
-                e = table.entries[r.key]
+                e = table.entries[r.key] = stamped(r.key, table.entries[r.key], dev)   # its kernel changed
                 r.best, r.best_us = Candidate(e.cfg, e.launch).key(), e.us
         if save:
             base.merged(table).save(path)

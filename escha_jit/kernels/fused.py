@@ -107,10 +107,10 @@ class FusedConfig:
 @dataclasses.dataclass(frozen=True)
 class FusedLaunch:
     splits: int               # S: blocks along the input features (KR = IC / S each)
-    # NVIDIA: > 0 lets at most this many blocks share an SM (occupancy_smem pads the launch's dynamic
-    # shared memory), the occupancy a table entry was timed at (benchmarks/stamp_occupancy.py), so that
-    # a kernel change that frees registers does not stack more blocks per SM than the entry assumes;
-    # 0: as many as registers and shared memory allow
+    # NVIDIA: > 0 lets at most this many blocks share an SM (where the kernel would fit more, ops/fused.py
+    # pads the launch's dynamic shared memory: occupancy_smem), the occupancy a table entry was timed at
+    # (tune() records it; benchmarks/stamp_occupancy.py for older tables), so that a kernel change that
+    # frees registers does not stack more blocks per SM than the entry assumes; 0: as many as fit
     blocks_per_sm: int = 0
 
     def __post_init__(self):

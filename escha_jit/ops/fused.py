@@ -106,7 +106,7 @@ class Plan:
     launch: FusedLaunch
     layout: object
     smem: int                      # the launch's dynamic shared memory: layout.total, padded to the launch's
-                                   # blocks_per_sm (kernels.fused.occupancy_smem)
+                                   # blocks_per_sm where the kernel would fit more (kernels.fused.occupancy_smem)
     kernel: object
     prep: object
     pdl: bool                      # launched as programmatic dependents (NVIDIA sm_90+, see pdl_supported)
@@ -182,10 +182,12 @@ def plan_for(dev: torch.device, K: float, codebook: str, IC: int, OC: int, in_dt
         raise ValueError(f"launch {launch} does not tile IC={IC}: IC/S must be a multiple of 128 and of "
                          f"16*rows_per_stage={16 * cfg.rows_per_stage}")
     layout = smem_layout(cfg, K, M, IC // launch.splits, i8)
-    smem = occupancy_smem(layout.total, launch.blocks_per_sm, arch)
-    check_fused_smem(arch, cfg, smem)                # before compiling: the driver would refuse the launch
+    check_fused_smem(arch, cfg, layout.total)        # before compiling: the driver would refuse the launch
     spec = spec_for(arch, K, codebook, in_dt, out_dt, cfg, act_quant)
     k = kernel_for(spec, dev, ARGS, render_extra(spec))
+    smem = layout.total
+    if launch.blocks_per_sm and k.max_active_blocks(32 * cfg.warps, smem) > launch.blocks_per_sm:
+        smem = occupancy_smem(smem, launch.blocks_per_sm, arch)   # only where the kernel would exceed its pin
     pk = None
     if cfg.xh:
         pk = prep_kernel(dev, in_dt, words=bool(cfg.swap))
