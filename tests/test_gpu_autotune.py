@@ -19,11 +19,15 @@ def test_tune_writes_table_and_dispatch_uses_it(tmp_path, monkeypatch):
     assert len(rep.rows) == 4 and all(r.best_us <= r.heuristic_us * 1.0001 for r in rep.rows)
     t = TuningTable.load(user_table_path("sm_90"))
     assert len(t.entries) == 4 and t.provenance["device"]
+    assert all(e.launch.blocks_per_sm >= 1 for e in t.entries.values())   # the occupancy each was timed at
     F._PLANS.clear()
     x = torch.randn(3, 1024, device="cuda").half()
     layers[0](x)
     plans = [p for k, p in F._PLANS.items() if k[1] == 2.0 and k[7] == 3]
     assert plans and plans[0].source == "table"
+    layers[0](torch.randn(4, 1024, device="cuda").half())          # the M = 4 bucket's own M
+    p4 = [p for k, p in F._PLANS.items() if k[1] == 2.0 and k[7] == 4]
+    assert p4 and p4[0].smem == p4[0].layout.total    # the kernel has its stamped occupancy: nothing padded
 
 
 def test_interrupted_tune_keeps_what_it_measured(tmp_path, monkeypatch):
