@@ -6,7 +6,7 @@ File format (``<arch>.json``)::
     {"format": 1,
      "provenance": {"device": "NVIDIA H200", "arch": "sm_90", "sm_count": 132, "toolchain": "...",
                     "package_version": "0.1.0", "date": "..."},
-     "entries": {"fused|K2|mcg|4096x4096|f16|M1": {"config": {...}, "launch": {"splits": 8},
+     "entries": {"fused|K2|mcg|4096x4096|f16|M1": {"config": {...}, "launch": {"splits": 8, "blocks_per_sm": 2},
                  "us": 11.8, "weight_gb_s": 355.0, "runner_up": {"config": ..., "launch": ..., "us": 11.9},
                  "heuristic_us": 12.7}},
      "routes": {"route|K2|mcg|4096x14336|bf16|M512": {"route": "gemm",
@@ -16,6 +16,8 @@ Keys: op | K | codebook | ICxOC | activation dtype | M bucket (the arch is the f
 hold the fused kernel's configurations (op "fused", M_BUCKETS); ``routes`` (optional) which path
 ops.linear takes for a call of M rows (op "route", ROUTE_BUCKETS): the fused kernel, the coded GEMM
 or the dense-weight path, each one's measured time, and what the built-in rule would have taken.
+A launch's ``blocks_per_sm`` (optional; tune() records it) is the occupancy the entry was timed at,
+which the call keeps (kernels.fused.FusedLaunch).
 """
 from __future__ import annotations
 
