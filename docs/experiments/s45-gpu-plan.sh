@@ -7,8 +7,10 @@
 #   suite   the whole GPU suite (this checkout)
 #   decode  the 144 decode cells, the standing figure
 #   trace   phase traces of two cells in ab/O and ab/N (copy benchmarks/ into both first)
-# Next (session 46): build ab/O = this checkout's package, ab/N = the same + s45-split-partials.diff, then
-# on the device `stamp` then `ab` in one call (the machine's cache and ab/ edits do not outlive it).
+# Next (session 46): build ab/O = this checkout's package, ab/N = the same + s45-split-partials.diff (and
+# ab/L = the same + s39-last-block-loads.diff: session 39 measured it without the pin, 1.040x), then on the
+# device `STAMPED="ab/N ab/L" ... stamp` then `TREES="ab/O ab/N ab/L" ... ab` in one call (the machine's
+# cache and ab/ edits do not outlive it).
 # The pinned variant measured in session 45 (ab/NP = ab/N + s45-split-partials-pin.diff) caps each kernel's blocks per SM at
 # what its registers allowed before (ESCHA_PIN_REGS=ab/regs_O.json, written from
 # results/2026-12-06_cpu_split_partials_registers_s45.json's "before"): TREES="ab/O ab/NP".
