@@ -24,14 +24,14 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))     # sass_stats, also when imported by path
 from escha_jit import env  # noqa: E402
-from escha_jit.autotune.occupancy import stamped  # noqa: E402
+from escha_jit.autotune.occupancy import occupancy_of  # noqa: E402
 from escha_jit.autotune.table import TuningTable, parse_key, shipped_table_path  # noqa: E402
 from escha_jit.kernels import fused as KF  # noqa: E402
 from escha_jit.offline import compile_all  # noqa: E402
-from escha_jit.ops import fused as F  # noqa: E402
 from escha_jit.ops.common import arch_of  # noqa: E402
-from escha_jit.spec import vendor_of  # noqa: E402
+from sass_stats import dispatched_specs  # noqa: E402  (benchmarks/: the table's kernels as dispatched)
 
 log = logging.getLogger("stamp_occupancy")
 
@@ -39,32 +39,22 @@ log = logging.getLogger("stamp_occupancy")
 def prebuild(table: TuningTable, arch: str, jobs) -> None:
     """Compile every kernel the table's fused entries dispatch (each as its M bucket routes it) on
     all cores first: plan_for would compile them one at a time."""
-    specs = {}
-    for key, e in table.entries.items():
-        k = parse_key(key)
-        if k.op == "fused":
-            s = KF.spec_for(arch, k.K, k.codebook, k.dtype, k.dtype,
-                            KF.swap_route(e.cfg, vendor_of(arch), k.codebook, k.M))
-            specs.setdefault(s, KF.render_extra(s))
-    bad = [r for r in compile_all(arch, cache_dir=env.cache_dir(), jobs=jobs, specs=list(specs.items())) if not r.ok]
+    specs = [(s, KF.render_extra(s)) for s, _ in dispatched_specs(table, arch, set()).values()]
+    bad = [r for r in compile_all(arch, cache_dir=env.cache_dir(), jobs=jobs, specs=specs) if not r.ok]
     if bad:
         raise RuntimeError(f"{len(bad)} kernels failed to compile, first: {bad[0].spec}: {bad[0].error}")
 
 
 def stamp(table: TuningTable, dev: torch.device) -> dict[str, tuple[int, int]]:
-    """Each fused entry's (blocks per SM, dynamic shared memory) on ``dev``; the table's entries get
-    the blocks as launch.blocks_per_sm (in place; autotune.occupancy.stamped)."""
+    """Each fused entry's (blocks per SM, dynamic shared memory) on ``dev`` unpinned; the table's
+    entries get the blocks as launch.blocks_per_sm (in place; autotune.occupancy)."""
     out = {}
     for key, e in sorted(table.entries.items()):
         if parse_key(key).op != "fused":
             continue
-        s = table.entries[key] = stamped(key, e, dev)
-        k = parse_key(key)
-        plan = F.plan_for(dev, k.K, k.codebook, k.IC, k.OC, k.dtype, k.dtype, k.M, e.cfg,
-                          dataclasses.replace(e.launch, blocks_per_sm=0))
-        out[key] = (s.launch.blocks_per_sm, plan.smem)
-        print(f"{key:<44} {str(plan.cfg):<150} S={s.launch.splits:<3} smem {plan.smem:>6}  "
-              f"{s.launch.blocks_per_sm} per SM", flush=True)
+        blocks, smem = out[key] = occupancy_of(key, e, dev)
+        table.entries[key] = dataclasses.replace(e, launch=dataclasses.replace(e.launch, blocks_per_sm=blocks))
+        print(f"{key:<44} {str(e.cfg):<150} S={e.launch.splits:<3} smem {smem:>6}  {blocks} per SM", flush=True)
     return out
 
 

@@ -14,9 +14,10 @@ import torch
 from .table import Entry, parse_key
 
 
-def stamped(key: str, e: Entry, dev: torch.device) -> Entry:
-    """Entry ``e`` of table key ``key`` with launch.blocks_per_sm = the blocks of its kernel (as its M
-    bucket routes it) one SM of ``dev`` holds at the launch's own shared memory (needs the GPU)."""
+def occupancy_of(key: str, e: Entry, dev: torch.device) -> tuple[int, int]:
+    """(blocks per SM, dynamic shared memory in bytes) of entry ``e`` of table key ``key`` on ``dev``
+    unpinned: the blocks of its kernel (as its M bucket routes it) one SM holds at the launch's own
+    shared memory, the driver's count (needs the GPU)."""
     from ..ops import fused as F
     k = parse_key(key)
     launch = dataclasses.replace(e.launch, blocks_per_sm=0)
@@ -24,4 +25,9 @@ def stamped(key: str, e: Entry, dev: torch.device) -> Entry:
     blocks = plan.kernel.max_active_blocks(32 * plan.cfg.warps, plan.smem)
     if blocks < 1:
         raise RuntimeError(f"{key}: the driver fits no block of {plan.cfg} with {plan.smem} bytes of shared memory")
-    return dataclasses.replace(e, launch=dataclasses.replace(e.launch, blocks_per_sm=blocks))
+    return blocks, plan.smem
+
+
+def stamped(key: str, e: Entry, dev: torch.device) -> Entry:
+    """Entry ``e`` with launch.blocks_per_sm = its unpinned blocks per SM on ``dev`` (occupancy_of)."""
+    return dataclasses.replace(e, launch=dataclasses.replace(e.launch, blocks_per_sm=occupancy_of(key, e, dev)[0]))

@@ -489,7 +489,7 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-SM_SMEM = 228 * 1024     # shared memory of one H100 / H200 SM (each resident block also reserves 1 KiB)
+SM_SMEM = sm_smem_limit("sm_90")       # shared memory of one H100 / H200 SM, which _modeled_time is fitted to
 
 
 def smem_caps(arch: str) -> tuple[int, int]:
@@ -519,7 +519,7 @@ def _modeled_time(cfg: FusedConfig, K: float, IC: int, OC: int, M: int, S: int, 
     blocks = (OC // COLS) * S
     per_sm = -(-blocks // sms)
     smem = smem_layout(cfg, K, M, IC // S).total
-    slots = max(1, min(max(cfg.min_blocks, 16 // cfg.warps), SM_SMEM // (smem + 1024)))
+    slots = max(1, min(max(cfg.min_blocks, 16 // cfg.warps), SM_SMEM // (smem + block_smem_reserved("sm_90"))))
     resident = min(per_sm, slots)
     issue = min(1.0, resident * cfg.warps / 16)
     return per_sm * (IC // S + 512 / resident) / issue * (1 + 0.02 * math.log2(S) * (2 if M > 8 else 1))
