@@ -6,7 +6,9 @@ the median of each), fp16 and / or bf16 activations. Prints a table and writes J
         --variants "xh=0,swap=0,cluster=2" --out cluster.json
     python benchmarks/bench_variants.py --problems 8192x28672:2:mcg:1 --variants "diag=3" --dtypes f16
 
-A variant is comma-separated FusedConfig fields (``splits=N`` sets the launch's split count);
+A variant is comma-separated FusedConfig fields (``splits=N`` sets the launch's split count,
+``blocks_per_sm=N`` caps the blocks that share an SM: FusedLaunch.blocks_per_sm; a cap that leaves
+the dispatched kernel's occupancy as it is gets skipped, it would time the same launch again);
 several variants are separated by ';'. ``--adopt TABLE`` writes the shipped table of the GPU's arch
 with every problem's entry replaced by its fastest variant where that is at least ``--min-gain``
 faster and keeps to registers (medians of the interleaved rounds; the configuration it replaced
@@ -53,7 +55,13 @@ def parse_variant(text: str) -> dict:
 def apply(cfg, launch, over: dict):
     over = dict(over)
     splits = over.pop("splits", launch.splits)
-    return dataclasses.replace(cfg, **over), FusedLaunch(splits)
+    blocks = over.pop("blocks_per_sm", launch.blocks_per_sm)
+    return dataclasses.replace(cfg, **over), FusedLaunch(splits, blocks)
+
+
+def blocks_per_sm(plan) -> int:
+    """The blocks of ``plan``'s launch one SM holds (the driver's count at its shared memory)."""
+    return plan.kernel.max_active_blocks(32 * plan.cfg.warps, plan.smem)
 
 
 def main(argv=None):
@@ -87,7 +95,10 @@ def main(argv=None):
             for name, over in variants.items():
                 cfg, launch = apply(plan.cfg, plan.launch, over)
                 try:                     # a variant this problem's route cannot take is reported, not fatal
-                    F.plan_for(dev, K, cb, IC, OC, dn, dn, M, cfg, launch)
+                    vplan = F.plan_for(dev, K, cb, IC, OC, dn, dn, M, cfg, launch)
+                    if "blocks_per_sm" in over and cfg == plan.cfg and launch.splits == plan.launch.splits \
+                            and blocks_per_sm(vplan) == blocks_per_sm(plan):
+                        raise ValueError(f"the kernel holds {blocks_per_sm(plan)} blocks per SM already")
                     runs[name] = (cfg, launch)
                 except ValueError as e:
                     skipped[name] = str(e)
@@ -100,11 +111,11 @@ def main(argv=None):
             us = {name: statistics.median(v) for name, v in times.items()}
             c = plan.cfg
             print(f"{spec:<22} {dn:<4} {plan.source} w{c.warps} r{c.rows_per_stage} s{c.stages} b{c.min_blocks} "
-                  f"x{c.xh} c{c.cluster} S{plan.launch.splits} {us['tuned']:7.2f} | " +
+                  f"x{c.xh} c{c.cluster} S{plan.launch.splits} {blocks_per_sm(plan)}/SM {us['tuned']:7.2f} | " +
                   "  ".join(f"{n}: {us[n]:7.2f} ({us[n] / us['tuned']:.3f})" if n in us else f"{n}: skipped"
                             for n in variants), flush=True)
             rows.append(dict(problem=spec, dtype=dn, source=plan.source, cfg=dataclasses.asdict(c),
-                             splits=plan.launch.splits, us=us, skipped=skipped,
+                             splits=plan.launch.splits, blocks_per_sm=blocks_per_sm(plan), us=us, skipped=skipped,
                              ratio={n: us[n] / us["tuned"] for n in variants if n in us}))
             best = adoptable(us, runs, args.min_gain, arch_of(dev), K, cb, dn) if args.adopt else None
             if best is not None:

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Session 46's device runs: the launch's blocks per SM (FusedLaunch.blocks_per_sm) as a tuning axis.
+# Session 45's "held at the former blocks per SM" A/B (0.994x) pinned with CPU register counts, which
+# put some kernels below the occupancy they run at on the GPU; pinned at the GPU's own occupancy
+# (session 46, stamp_occupancy.py) the same change took 1.008x. So: do some entries run faster with
+# fewer blocks per SM than fit?
+#   occ   every f16 decode cell whose kernel fits >= 2 blocks per SM (56 of 72, session 46's stamp on an
+#         H100) timed at each lower cap (bench_variants.py blocks_per_sm=1..4, 3 rounds); the entries
+#         >= 2 % faster adopted into a table (ab/P), then an interleaved A/B of ab/O (this checkout's
+#         package) against ab/P over the 72 f16 cells
+# Build first: rm -rf ab && mkdir -p ab/O && git archive HEAD escha_jit templates tuning | tar -x -C ab/O
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-.out}; mkdir -p "$OUT"
+TAG=${TAG:-s46}
+case "${1:-}" in
+  occ)
+    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+    export ESCHA_JIT_CACHE_DIR=/tmp/abc PYTHONPATH=$PWD
+    python3 scripts/ab_prebuild.py ab/O --dtypes f16 > "$OUT/prebuild_${TAG}.log" 2>&1; tail -1 "$OUT/prebuild_${TAG}.log"
+    P=${PROBLEMS:-14336x4096:2:mcg:1,14336x4096:2:mcg:4,4096x14336:2:mcg:1,4096x14336:2:mcg:4,4096x4096:2:mcg:1,4096x4096:2:mcg:4,8192x28672:2:mcg:1,8192x28672:2:mcg:16,8192x28672:2:mcg:4,14336x4096:2:mul1:1,14336x4096:2:mul1:4,4096x14336:2:mul1:1,4096x14336:2:mul1:4,4096x4096:2:mul1:1,4096x4096:2:mul1:16,4096x4096:2:mul1:4,8192x28672:2:mul1:1,8192x28672:2:mul1:16,8192x28672:2:mul1:4,14336x4096:3:mcg:1,14336x4096:3:mcg:4,4096x14336:3:mcg:1,4096x14336:3:mcg:4,4096x4096:3:mcg:1,4096x4096:3:mcg:4,8192x28672:3:mcg:1,8192x28672:3:mcg:16,8192x28672:3:mcg:4,14336x4096:3:mul1:1,14336x4096:3:mul1:16,14336x4096:3:mul1:4,4096x14336:3:mul1:1,4096x14336:3:mul1:4,4096x4096:3:mul1:1,4096x4096:3:mul1:16,4096x4096:3:mul1:4,8192x28672:3:mul1:1,8192x28672:3:mul1:16,8192x28672:3:mul1:4,14336x4096:4:mcg:1,14336x4096:4:mcg:4,4096x14336:4:mcg:1,4096x4096:4:mcg:1,4096x4096:4:mcg:16,4096x4096:4:mcg:4,8192x28672:4:mcg:1,8192x28672:4:mcg:16,8192x28672:4:mcg:4,14336x4096:4:mul1:1,14336x4096:4:mul1:4,4096x14336:4:mul1:1,4096x4096:4:mul1:1,4096x4096:4:mul1:4,8192x28672:4:mul1:1,8192x28672:4:mul1:16,8192x28672:4:mul1:4}
+    timeout ${T:-300} python3 benchmarks/bench_variants.py --problems "$P" --dtypes f16 --rounds 3 \
+      --variants "blocks_per_sm=1;blocks_per_sm=2;blocks_per_sm=3;blocks_per_sm=4" --min-gain 0.02 \
+      --out "$OUT/occ_variants_${TAG}.json" --adopt "$OUT/sm_90_occ_${TAG}.json" > "$OUT/occ_variants_${TAG}.log" 2>&1
+    grep -c "^[0-9]" "$OUT/occ_variants_${TAG}.log"; tail -1 "$OUT/occ_variants_${TAG}.log"
+    rm -rf ab/P && cp -r ab/O ab/P && cp "$OUT/sm_90_occ_${TAG}.json" ab/P/tuning/sm_90.json
+    AB_CACHE_DIR=/tmp/abc ROUNDS=${ROUNDS:-2} BENCH_ARGS="--dtypes f16" PREBUILD_ARGS="--dtypes f16" \
+      OUT=$OUT/ab_occ_${TAG} timeout ${T2:-240} bash scripts/ab_trees.sh ab/O ab/P | tail -5 ;;
+  *) echo "usage: $0 occ"; exit 2 ;;
+esac
