@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Interleaved A/B(/C...) of escha_jit trees on the GPU machine: runs benchmarks/bench_linear.py with
-# tree A's package, then tree B's, ..., ROUNDS times (A B A B ...: clock drift hits all alike), and
+# tree A's package, then tree B's, ..., ROUNDS times (A B, B A, ...: clock drift and order hit all alike), and
 # prints per-cell time ratios against tree A (benchmarks/ab_compare.py). BENCH=gemm times the coded
 # GEMM instead (benchmarks/bench_gemm_parts.py; BENCH_ARGS e.g. --shapes 4096x4096 --codebooks mcg). Each tree is a folder that
 # holds an escha_jit package with its templates/ and tuning/
@@ -31,15 +31,20 @@ esac
 if [ "${BENCH:-linear}" = linear ]; then
   for tree in "${trees[@]}"; do python3 scripts/ab_prebuild.py "$tree" ${PREBUILD_ARGS:-}; done
 fi
+# Every other round runs the trees in reverse order (A B, B A, ...): a tree that runs second in a
+# round measured 0.995x the time of an identical tree that ran first (session 46, an A/A over the 72
+# f16 cells, benchmarks/RESULTS.md), as large as the levers being measured. Use an even ROUNDS.
 files=(); runs=()
 for r in $(seq 1 "${ROUNDS:-2}"); do
-  for i in "${!trees[@]}"; do
+  order=("${!trees[@]}"); [ $((r % 2)) = 0 ] && order=($(printf '%s\n' "${order[@]}" | sort -rn))
+  for i in "${order[@]}"; do
     tag=$(basename "${trees[$i]}")$r
     timeout 280 python3 "${trees[$i]}/benchmarks/$bench" "${args[@]}" \
       --out "$OUT/ab_$tag.json" > "$OUT/ab_$tag.log" 2>&1 || echo "run $tag failed: $(tail -2 "$OUT/ab_$tag.log")"
     echo "$tag: $(grep -c '^FAILED' "$OUT/ab_$tag.log") failed cells"
-    files+=("$OUT/ab_$tag.json"); runs+=("ab_$tag.json" "ab_$tag.log")
+    runs+=("ab_$tag.json" "ab_$tag.log")
   done
+  for i in "${!trees[@]}"; do files+=("$OUT/ab_$(basename "${trees[$i]}")$r.json"); done   # tree order for ab_compare.py
 done
 python3 benchmarks/ab_compare.py --trees ${#trees[@]} "${files[@]}" | tee "$OUT/ab_compare.txt"
 # the device tool brings back at most 8 files: the per-run JSON and logs travel as one archive

@@ -53,3 +53,17 @@ def test_adopted_entries_keep_the_heuristic_time_and_their_runner_up(tmp_path):
     ru = table.entries[key].runner_up()
     assert ru.cfg == FusedConfig(warps=8, m_tiles=4, xh=1) and ru.launch == FusedLaunch(4)
     assert table.entries.keys() == shipped.entries.keys() | {new_key}
+
+
+def test_variants_set_the_launch_fields_and_keep_the_rest():
+    BV = _bench_variants()
+    cfg, launch = FusedConfig(warps=8, min_blocks=2), FusedLaunch(4, blocks_per_sm=3)
+    assert BV.apply(cfg, launch, BV.parse_variant("blocks_per_sm=1")) == (cfg, FusedLaunch(4, blocks_per_sm=1))
+    assert BV.apply(cfg, launch, BV.parse_variant("splits=2, warps=16")) == \
+        (FusedConfig(warps=16, min_blocks=2), FusedLaunch(2, blocks_per_sm=3))
+    for bad in ("blocks_per_sm", "blocks_per_sm=x"):
+        try:
+            BV.parse_variant(bad)
+        except ValueError:
+            continue
+        raise AssertionError(f"{bad!r} parsed")
