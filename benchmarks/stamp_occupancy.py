@@ -12,6 +12,8 @@ the occupancy), then apply the kernel change:
     python benchmarks/stamp_occupancy.py --table tuning/sm_90.json --out tuning/sm_90.json
 
 Entries that already carry blocks_per_sm are re-stamped. Prints one line per entry; needs the GPU.
+``--check`` stamps nothing: it lists the entries whose pin differs from what this machine's kernels
+fit unpinned (the launches the pin pads, or cannot hold up), e.g. after a compiler upgrade.
 """
 from __future__ import annotations
 
@@ -58,17 +60,41 @@ def stamp(table: TuningTable, dev: torch.device) -> dict[str, tuple[int, int]]:
     return out
 
 
+def check(table: TuningTable, dev: torch.device) -> tuple[list[tuple[str, int, int]], int]:
+    """(key, pinned blocks per SM, unpinned blocks per SM on ``dev``) of every stamped fused entry
+    whose two differ (above the pin the launch is padded down to it, below it the pin cannot hold),
+    and how many stamped fused entries there are."""
+    out, n = [], 0
+    for key, e in sorted(table.entries.items()):
+        if parse_key(key).op != "fused" or not e.launch.blocks_per_sm:
+            continue
+        n += 1
+        blocks, smem = occupancy_of(key, e, dev)
+        if blocks != e.launch.blocks_per_sm:
+            out.append((key, e.launch.blocks_per_sm, blocks))
+            print(f"{key:<44} pinned {e.launch.blocks_per_sm} per SM, fits {blocks} (smem {smem})", flush=True)
+    return out, n
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--table", default="", help="the table (default: the shipped one of this GPU's arch)")
-    ap.add_argument("--out", required=True, help="where the stamped table goes (may be --table)")
+    ap.add_argument("--out", default="", help="where the stamped table goes (may be --table)")
+    ap.add_argument("--check", action="store_true", help="stamp nothing: list the entries whose pin "
+                    "differs from this machine's unpinned occupancy")
     ap.add_argument("--jobs", type=int, default=None, help="compiler processes for the prebuild (default: CPUs)")
     args = ap.parse_args(argv)
+    if not args.out and not args.check:
+        ap.error("--out (the stamped table) or --check is required")
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     dev = torch.device("cuda")
     path = args.table or shipped_table_path(arch_of(dev))
     table = TuningTable.load(path)
     prebuild(table, arch_of(dev), args.jobs)
+    if args.check:
+        diff, n = check(table, dev)
+        log.info("%d of %d stamped entries of %s differ on %s", len(diff), n, path, torch.cuda.get_device_name(dev))
+        return
     got = stamp(table, dev)
     table.save(args.out)
     log.info("%d entries of %s stamped on %s -> %s", len(got), path, torch.cuda.get_device_name(dev), args.out)

@@ -750,6 +750,9 @@ def test_fused_pinned_occupancy_and_its_stamp():
     got = mod.stamp(t, dev)
     assert got == {"fused|K2|mcg|4096x512|f16|M4": (natural, free.smem)}
     assert t.entries["fused|K2|mcg|4096x512|f16|M4"].launch == F.FusedLaunch(4, blocks_per_sm=natural)
+    assert mod.check(t, dev) == ([], 1)               # stamped here: nothing differs
+    t.entries["fused|K2|mcg|4096x512|f16|M4"] = Entry(cfg, F.FusedLaunch(4, blocks_per_sm=1))
+    assert mod.check(t, dev) == ([("fused|K2|mcg|4096x512|f16|M4", 1, natural)], 1)
 
 
 def test_fused_deterministic_and_graph_replay():

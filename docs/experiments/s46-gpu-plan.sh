@@ -8,6 +8,7 @@
 #         H100) timed at each lower cap (bench_variants.py blocks_per_sm=1..4, 3 rounds); the entries
 #         >= 2 % faster adopted into a table (ab/P), then an interleaved A/B of ab/O (this checkout's
 #         package) against ab/P over the 72 f16 cells
+#   stamped  see below
 # Build first: rm -rf ab && mkdir -p ab/O && git archive HEAD escha_jit templates tuning | tar -x -C ab/O
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -26,5 +27,12 @@ case "${1:-}" in
     rm -rf ab/P && cp -r ab/O ab/P && cp "$OUT/sm_90_occ_${TAG}.json" ab/P/tuning/sm_90.json
     AB_CACHE_DIR=/tmp/abc ROUNDS=${ROUNDS:-2} BENCH_ARGS="--dtypes f16" PREBUILD_ARGS="--dtypes f16" \
       OUT=$OUT/ab_occ_${TAG} timeout ${T2:-240} bash scripts/ab_trees.sh ab/O ab/P | tail -5 ;;
-  *) echo "usage: $0 occ"; exit 2 ;;
+  stamped)   # the shipped table stamped (732c597): does any pin differ from this machine's kernels, the
+    # occupancy GPU test, and an A/B of ab/U (b19d29a's table, unstamped) against ab/S (this checkout's)
+    export ESCHA_JIT_CACHE_DIR=/tmp/abc
+    timeout 200 python3 benchmarks/stamp_occupancy.py --check > "$OUT/stamp_check_${TAG}.log" 2>&1; tail -3 "$OUT/stamp_check_${TAG}.log"
+    timeout 120 python3 -m pytest -q tests/test_gpu_kernels.py -k pinned_occupancy 2>&1 | tail -1
+    AB_CACHE_DIR=/tmp/abc ROUNDS=${ROUNDS:-2} BENCH_ARGS="--dtypes f16" PREBUILD_ARGS="--dtypes f16" \
+      OUT=$OUT/ab_stamped_${TAG} timeout ${T2:-240} bash scripts/ab_trees.sh ab/U ab/S | tail -5 ;;
+  *) echo "usage: $0 occ|stamped"; exit 2 ;;
 esac
