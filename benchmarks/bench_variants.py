@@ -104,8 +104,10 @@ def main(argv=None):
                     skipped[name] = str(e)
                     log.warning("%s %s: variant %r skipped: %s", spec, dn, name, e)
             times = {name: [] for name in runs}
-            for _ in range(args.rounds):
-                for name, (cfg, launch) in runs.items():
+            for r in range(args.rounds):
+                # every other round in reverse order: what runs later in a round can read faster
+                # (an A/A of bench_linear runs, benchmarks/RESULTS.md session 46)
+                for name, (cfg, launch) in (reversed(runs.items()) if r % 2 else runs.items()):
                     calls = [lambda w=w, c=cfg, la=launch: F.fused_linear(x, w, out=out, cfg=c, launch=la) for w in ws]
                     times[name].append(time_chain(calls, 20) * 1e6)
             us = {name: statistics.median(v) for name, v in times.items()}
