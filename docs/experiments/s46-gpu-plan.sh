@@ -9,6 +9,7 @@
 #         >= 2 % faster adopted into a table (ab/P), then an interleaved A/B of ab/O (this checkout's
 #         package) against ab/P over the 72 f16 cells
 #   stamped  see below
+#   decode   the standing figure (144 decode cells) of this checkout, kernels prebuilt first
 # Build first: rm -rf ab && mkdir -p ab/O && git archive HEAD escha_jit templates tuning | tar -x -C ab/O
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -34,5 +35,13 @@ case "${1:-}" in
     timeout 120 python3 -m pytest -q tests/test_gpu_kernels.py -k pinned_occupancy 2>&1 | tail -1
     AB_CACHE_DIR=/tmp/abc ROUNDS=${ROUNDS:-2} BENCH_ARGS="--dtypes f16" PREBUILD_ARGS="--dtypes f16" \
       OUT=$OUT/ab_stamped_${TAG} timeout ${T2:-240} bash scripts/ab_trees.sh ab/U ab/S | tail -5 ;;
-  *) echo "usage: $0 occ|stamped"; exit 2 ;;
+  decode)   # the standing figure: the 144 decode cells (bench_linear.py), kernels prebuilt on every core first
+    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+    export ESCHA_JIT_CACHE_DIR=/tmp/ecd PYTHONPATH=$PWD
+    python3 scripts/ab_prebuild.py . > "$OUT/prebuild_decode_${TAG}.log" 2>&1; tail -1 "$OUT/prebuild_decode_${TAG}.log"
+    for r in ${RUNS:-1 2}; do
+      timeout ${T:-200} python3 benchmarks/bench_linear.py --prefill-ms= --out "$OUT/bench_decode_${TAG}_r$r.json" \
+        > "$OUT/bench_decode_${TAG}_r$r.log" 2>&1; tail -3 "$OUT/bench_decode_${TAG}_r$r.log"
+    done ;;
+  *) echo "usage: $0 occ|stamped|decode"; exit 2 ;;
 esac
