@@ -73,6 +73,21 @@ def main_loop_lineup(tr: list[list[int]]) -> dict:
             "sms_used": len(per_sm), "blocks_per_sm": dict(sorted(collections.Counter(per_sm.values()).items()))}
 
 
+def critical_path(tr: list[list[int]]) -> dict[str, float]:
+    """When the call's last block reached each point, in us after the earliest dependency-wait release
+    (the chain's critical path: the next call's wait releases once the last block has exited).
+    Timestamps from before this call's first block started (a slot an earlier call left, e.g. the
+    finishing point of a block that was not last this time) do not count."""
+    t0 = min(t[0] for t in tr)
+    t1 = min(t[1] for t in tr if t[1] >= t0)
+    out = {}
+    for i, name in enumerate(POINTS[1:], start=1):
+        v = [t[i] for t in tr if t[i] >= t0]
+        if v:
+            out[name] = (max(v) - t1) / 1e3
+    return out
+
+
 def trace_problem(spec: str, dev: torch.device, repeats: int) -> dict:
     shape, K, cb, M, *fields = spec.split(":")
     # optional FusedConfig fields after the problem (e.g. 4096x14336:3:mul1:4:xh=0): the tuned
@@ -109,6 +124,9 @@ def trace_problem(spec: str, dev: torch.device, repeats: int) -> dict:
     print(f"   main loops by blocks sharing the SM - {share}; they end {e['median']:.2f} (median) / "
           f"{e['p90']:.2f} (p90) / {e['last']:.2f} (last) us after the first wait release; "
           f"{lu['sms_used']} SMs, blocks per SM {lu['blocks_per_sm']}", flush=True)
+    res["critical_path_us"] = cp = critical_path(tr)
+    print("   last block at each point, us after the first wait release: "
+          + ", ".join(f"{k} {v:.2f}" for k, v in cp.items()), flush=True)
     for name, a, b in PHASES:
         d = [(t[b] - t[a]) / 1e3 for t in tr if t[b] > 0 and t[a] > 0 and t[b] >= t[a]]
         if not d:
