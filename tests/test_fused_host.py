@@ -21,6 +21,7 @@ another), the real units' accumulation order. The
 GPU tests (tests/test_gpu_kernels.py) run the
 same kernels on the device, with the vendor's real matrix unit and asynchronous copies; this file
 is what CI can run of them."""
+import dataclasses
 import functools
 
 import numpy as np
@@ -89,11 +90,11 @@ def run_host(layout: str, w: R.LinearWeights, x: torch.Tensor, dout: str, cfg: f
     fused kernel takes its rows in ``x_chunks`` chunks"""
     M, IC, OC = x.shape[0], w.IC, w.OC
     din = {torch.float16: "f16", torch.bfloat16: "bf16"}[x.dtype]
-    lay = fused.smem_layout(cfg, w.K, M, IC // splits, act_quant == "int8")
+    lay = fused.smem_layout(cfg, w.K, M, IC // splits, act_quant == "int8", splits)
     xh = run_prep(layout, w, x, bool(cfg.swap), segments) if cfg.xh else None
     hdr = [M, IC, OC, splits, w.logical_in, w.logical_out, w.s_in is not None, w.s_out is not None,
            w.bias is not None, lay.off_tr, lay.off_red, lay.off_exp, lay.total, 2, len(xh[0]) if xh else 0,
-           x_chunks, cfg.cluster]
+           x_chunks, cfg.cluster, cfg.split_cluster]
     parts = [np.array(hdr + [0] * (20 - len(hdr)), np.int32).tobytes(),
              padded(x, IC).view(torch.int16).numpy().tobytes(), w.code.numpy().tobytes(), *scale_parts(w)]
     if w.bias is not None:
@@ -263,6 +264,43 @@ def test_fused_cluster_prologue_on_host(cluster, warps, M, splits, OC, big_rows)
     # into the others' shared memory by st.async, completing on their exchange mbarriers
     cfg = fused.FusedConfig(warps=warps, m_tiles=1, rows_per_stage=4, stages=2, min_blocks=1, cluster=cluster)
     check("sm90", 2.0, "mcg", "bf16", "bf16", cfg, splits, M, 1024, OC, big_rows=big_rows, seed=M + cluster)
+
+
+@pytest.mark.parametrize("K,cb,dt,M,splits,warps,xh,swap", [
+    (2.0, "mcg", "f16", 1, 8, 8, 0, 1),       # the swapped route, its in-kernel prologue, 8 splits
+    (4.0, "mul1", "bf16", 4, 4, 4, 1, 1),     # the swapped route's words from the prep kernel (mul1 sums)
+    (3.0, "mcg", "f16", 16, 2, 16, 1, 0),     # the fp16 route, K slices, xh in chunks
+    (2.0, "3inst", "bf16", 9, 4, 8, 0, 0),    # the fp16 route's in-kernel prologue
+])
+def test_fused_split_cluster_on_host_is_the_workspace_route_bit_for_bit(K, cb, dt, M, splits, warps, xh, swap):
+    # split_cluster: the S blocks of a column group as one cluster, the partials bulk-copied into split
+    # 0's shared memory (an mbarrier counts their bytes) and summed there in split order: the same
+    # bits as the workspace route, no counter touched
+    base = fused.FusedConfig(warps=warps, m_tiles=1, rows_per_stage=4, stages=2, min_blocks=1 if warps == 16 else 2,
+                             xh=xh, swap=swap)
+    w = random_layer(1024, 256, K, cb, seed=M + splits, escha_scales=True, bias=True)
+    x = torch.randn(M, w.logical_in, generator=torch.Generator().manual_seed(M)).to(TORCH_DTYPES[dt])
+    y0, _ = run_host("sm90", w, x, dt, base, splits, segments=2)
+    y1, counters = run_host("sm90", w, x, dt, dataclasses.replace(base, split_cluster=1), splits, segments=2)
+    assert torch.equal(y0.view(torch.int16), y1.view(torch.int16))
+    assert (counters == 0).all()
+    ref = R.forward(x, w, torch.float64, compute_dtype=torch.float64)
+    err = ((y1.double() - ref).norm(dim=1) / ref.norm(dim=1))
+    assert float(err.max()) < TOL[dt]
+
+
+def test_split_cluster_layout_and_its_limits():
+    cfg = fused.FusedConfig(warps=8, m_tiles=1, rows_per_stage=4, stages=2, min_blocks=2, split_cluster=1)
+    plain = fused.smem_layout(dataclasses.replace(cfg, split_cluster=0), 2.0, 4, 512, splits=8)
+    lay = fused.smem_layout(cfg, 2.0, 4, 512, splits=8)
+    assert lay.total == plain.total + 16 + 7 * 4 * 128 * 4       # its mbarrier, 7 splits' rows of 4 tokens
+    assert lay.off_exp == plain.off_exp
+    for arch, bad in (("gfx1201", cfg), ("sm_90", dataclasses.replace(cfg, m_tiles=2)),
+                      ("sm_90", dataclasses.replace(cfg, cluster=2))):
+        with pytest.raises(ValueError, match="split_cluster"):
+            fused.spec_for(arch, 2.0, "mcg", "f16", "f16", bad)
+    with pytest.raises(ValueError, match="split_cluster"):
+        fused.spec_for("sm_90", 3.0, "mul1", "f16", "f16", dataclasses.replace(cfg, swap=1), act_quant="int8")
 
 
 def test_fused_kernel_on_host_ragged_widths():

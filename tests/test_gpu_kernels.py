@@ -630,6 +630,41 @@ def test_fused_cluster_prologue_same_bits(cfg, M, cluster, big_row):
             assert rel_rms(y, ref) < TOL[dt], rel_rms(y, ref)
 
 
+@pytest.mark.parametrize("M,S,cfg", [
+    (1, 8, F.FusedConfig(warps=8, rows_per_stage=16, stages=2, min_blocks=2, swap=1)),
+    (4, 4, F.FusedConfig(warps=4, rows_per_stage=8, stages=2, min_blocks=1, xh=1, swap=1)),
+    (8, 2, F.FusedConfig(warps=8, rows_per_stage=16, stages=3, min_blocks=2, xh=0, swap=1)),
+    (16, 4, F.FusedConfig(warps=16, rows_per_stage=16, stages=2, min_blocks=1, xh=1)),
+    (13, 8, F.FusedConfig(warps=8, rows_per_stage=16, stages=2, min_blocks=2, xh=0)),
+])
+def test_fused_split_cluster_same_bits(M, S, cfg):
+    """FusedConfig.split_cluster (NVIDIA sm_90): the S blocks of a column group run as one cluster and
+    bulk-copy their partials into split 0's shared memory, which sums them in split order: the same
+    bits as the workspace route, fp16 and bf16 activations, mcg and mul1 (the swapped route's mul1
+    sums), graph replays included."""
+    if torch.version.hip is not None:
+        pytest.skip("thread block clusters are NVIDIA's")
+    for K, cb in ((2.0, "mcg"), (4.0, "mul1")):
+        w = _layer(4096, 1024, K, cb, 53 + M, bias=True)
+        for dt in (torch.float16, torch.bfloat16):
+            x = torch.randn(M, 4096, device=DEV).to(dt)
+            y0 = F.fused_linear(x, w, cfg=cfg, launch=F.FusedLaunch(S))
+            sc = dataclasses.replace(cfg, split_cluster=1)
+            y1 = F.fused_linear(x, w, cfg=sc, launch=F.FusedLaunch(S))
+            assert torch.equal(y0, y1), (M, S, cfg, K, cb, dt)
+            out = torch.empty_like(y1)
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                F.fused_linear(x, w, out=out, cfg=sc, launch=F.FusedLaunch(S))
+            for _ in range(2):
+                out.fill_(float("nan"))
+                g.replay()
+                torch.cuda.synchronize()
+                assert torch.equal(out, y0)
+    with pytest.raises(ValueError, match="split_cluster"):
+        F.fused_linear(x, w, cfg=dataclasses.replace(cfg, split_cluster=1), launch=F.FusedLaunch(1))
+
+
 def test_cluster_slots_from_the_driver():
     """ops/fused.cluster_slots: the driver's count of resident clusters of the 16-wave fused kernel
     (one block per SM) - at least one, at most the SMs it takes, fewer of 4 than of 2."""

@@ -10,6 +10,8 @@
 #         package) against ab/P over the 72 f16 cells
 #   stamped  see below
 #   decode   the standing figure (144 decode cells) of this checkout, kernels prebuilt first
+#   sc       FusedConfig.split_cluster (the split-K partials through a cluster's shared memory): GPU test
+#            and every f16 decode cell against it
 # Build first: rm -rf ab && mkdir -p ab/O && git archive HEAD escha_jit templates tuning | tar -x -C ab/O
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -43,5 +45,20 @@ case "${1:-}" in
       timeout ${T:-200} python3 benchmarks/bench_linear.py --prefill-ms= --out "$OUT/bench_decode_${TAG}_r$r.json" \
         > "$OUT/bench_decode_${TAG}_r$r.log" 2>&1; tail -3 "$OUT/bench_decode_${TAG}_r$r.log"
     done ;;
-  *) echo "usage: $0 occ|stamped|decode"; exit 2 ;;
+  sc)   # FusedConfig.split_cluster: the GPU test (bit-equal to the workspace route), then every f16 decode
+    # cell's tuned entry against split clusters at its own and other split counts (2 rounds, order
+    # alternating), the entries >= 2 % faster adopted into $OUT/sm_90_sc_${TAG}.json
+    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+    export ESCHA_JIT_CACHE_DIR=/tmp/abc PYTHONPATH=$PWD
+    python3 scripts/ab_prebuild.py . --dtypes f16 > "$OUT/prebuild_${TAG}.log" 2>&1; tail -1 "$OUT/prebuild_${TAG}.log"
+    python3 scripts/prebuild_variant.py --set split_cluster=1 2>&1 | tail -2
+    timeout 120 python3 -m pytest -q tests/test_gpu_kernels.py -k "split_cluster" > "$OUT/pytest_sc_${TAG}.log" 2>&1
+    tail -2 "$OUT/pytest_sc_${TAG}.log"
+    P=""; for s in 4096x4096 4096x14336 14336x4096 8192x28672; do for K in 2 3 4; do for cb in mcg mul1; do
+      for M in 1 4 16; do P="$P,$s:$K:$cb:$M"; done; done; done; done
+    timeout ${T:-240} python3 benchmarks/bench_variants.py --problems "${P#,}" --dtypes f16 --rounds ${ROUNDS:-2} \
+      --variants "split_cluster=1;split_cluster=1,splits=2;split_cluster=1,splits=4;split_cluster=1,splits=8" \
+      --min-gain 0.02 --out "$OUT/sc_variants_${TAG}.json" --adopt "$OUT/sm_90_sc_${TAG}.json" > "$OUT/sc_variants_${TAG}.log" 2>&1
+    grep -c "^[0-9]" "$OUT/sc_variants_${TAG}.log"; tail -1 "$OUT/sc_variants_${TAG}.log" ;;
+  *) echo "usage: $0 occ|stamped|decode|sc"; exit 2 ;;
 esac

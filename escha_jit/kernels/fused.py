@@ -80,6 +80,11 @@ class FusedConfig:
     x_ring: int = 0           # NVIDIA sm_90, xh=1, fp16 route: the A operand in a ring of this many chunks
                               # (2..4) of one step per K slice instead of the block's whole K range (0):
                               # less shared memory per block, so more blocks per SM at M = 32..64
+    split_cluster: int = 0    # NVIDIA sm_90, S = 2..8 splits, one m tile: the S blocks of a column group
+                              # run as one thread block cluster (the grid swapped: x = splits, y = groups)
+                              # and send their partials into split 0's shared memory, which sums them
+                              # and writes y: no workspace round trip, fence or counter (include/escha/
+                              # fused.h SC)
 
     def __post_init__(self):
         # a bad value would otherwise surface as a static_assert of the kernel source at compile time
@@ -92,13 +97,13 @@ class FusedConfig:
                                  ("cluster", (lambda v: v in (1, 2, 4, 8), "1, 2, 4 or 8")),
                                  ("reg_level", (lambda v: -1 <= v <= 10, "0..10, or -1 (ptxas' default)")),
                                  ("x_ring", (lambda v: v == 0 or 2 <= v <= 4, "0 (off) or 2..4 chunks")),
-                                 ("diag", (lambda v: 0 <= v <= 4, "0..4"))):
+                                 ("diag", (lambda v: 0 <= v <= 4, "0..4")), ("split_cluster", flag)):
             _check_field("FusedConfig", name, getattr(self, name), ok, want)
 
     def tile(self) -> dict:
         d = dataclasses.asdict(self)
         for opt, off in (("diag", 0), ("dot", 0), ("swap", 0), ("cluster", 1), ("reg_level", -1),   # off: not part of the spec
-                         ("x_ring", 0)):
+                         ("x_ring", 0), ("split_cluster", 0)):
             if d[opt] == off:                                                 # (keys stay as they were)
                 del d[opt]
         return d
@@ -155,7 +160,7 @@ def x_chunks(blocks: int, resident: int) -> int:
     return XH_CHUNKS if blocks <= resident else 2
 
 
-def smem_layout(cfg: FusedConfig, K: float, M: int, kr: int, i8: bool = False) -> SmemLayout:
+def smem_layout(cfg: FusedConfig, K: float, M: int, kr: int, i8: bool = False, splits: int = 1) -> SmemLayout:
     """Bytes of dynamic shared memory: A operand [M][kr + 8] fp16 (x_ring: kr the ring's x_ring
     steps per K slice, where that is less; int8 route: [M][kr + 16] u32
     words, then two fp32 [16*m_tiles][kr/128] dequantisation tables; swapped route: [M][kr + 16]
@@ -165,7 +170,8 @@ def smem_layout(cfg: FusedConfig, K: float, M: int, kr: int, i8: bool = False) -
     stages*rows*8*W32 words), one m
     tile of partial sums [16][132] fp32, per-row exponents [16*m_tiles] + flag, rows_per_stage x 64
     zero bytes (the A operand of rows >= M), XH_CHUNKS mbarriers (8 bytes each: the prep kernel's
-    A operand in chunks, sm_90)."""
+    A operand in chunks, sm_90); split_cluster: an mbarrier (16 bytes) and [splits - 1][M][COLS]
+    fp32 partial rows."""
     mp = 16 * cfg.m_tiles
     w32 = tile_words(K) // 2
     red = 16 * (COLS + 4) * 4                              # one m tile of fp32 sums
@@ -181,8 +187,15 @@ def smem_layout(cfg: FusedConfig, K: float, M: int, kr: int, i8: bool = False) -
         if cfg.m_tiles > 1:                  # the epilogue stages its m tiles here
             xs = max(xs, min(cfg.m_tiles, EPILOGUE_M_TILES) * red)
     tr = cfg.stages * cfg.rows_per_stage * 8 * kw * w32 * 4    # warps x private rings of (8*kw/warps) tile columns
-    ex = _align((mp + 4) * 4 + 64 * cfg.rows_per_stage + 8 * XH_CHUNKS)
-    return SmemLayout(xs, xs + tr, xs + tr + red, xs + tr + red + ex, tr)
+    ex = exchange_bytes(cfg)
+    # split_cluster: split 0 receives the other splits' partial rows (after its mbarrier, 16 bytes)
+    recv = 16 + (splits - 1) * M * COLS * 4 if cfg.split_cluster else 0
+    return SmemLayout(xs, xs + tr, xs + tr + red, xs + tr + red + ex + recv, tr)
+
+
+def exchange_bytes(cfg: FusedConfig) -> int:
+    """The exchange region (row exponents, flags, zero rows, the A chunks' mbarriers), bytes."""
+    return _align((16 * cfg.m_tiles + 4) * 4 + 64 * cfg.rows_per_stage + 8 * XH_CHUNKS)
 
 
 def check_act_quant(act_quant: Optional[str], codebook: str) -> None:
@@ -213,6 +226,10 @@ def spec_for(arch: str, K: float, codebook: str, in_dtype: str, out_dtype: str, 
         raise ValueError(f"config {cfg}: x_ring={cfg.x_ring} streams the prep kernel's A operand through bulk "
                          f"copies and mbarriers (NVIDIA sm_90+, xh=1, swap=0, fp16/bf16 activations); got {arch}, "
                          f"act_quant={act_quant}")
+    if cfg.split_cluster and (not has_clusters(arch) or cfg.cluster > 1 or cfg.m_tiles > 1 or act_quant):
+        raise ValueError(f"config {cfg}: split_cluster=1 sends the split-K partials between the blocks of a "
+                         f"thread block cluster (NVIDIA sm_90+, cluster=1, one m tile, fp16/bf16 activations); "
+                         f"got {arch}, act_quant={act_quant}")
     if cfg.reg_level >= 0 and vendor_of(arch) != "nvidia":
         raise ValueError(f"config {cfg}: reg_level={cfg.reg_level} is a hint to NVIDIA's ptxas; got {arch}")
     op = "fused_i8" if act_quant == "int8" else "fused"
@@ -260,7 +277,8 @@ def render_extra(spec: KernelSpec) -> dict:
             "tr_bytes": smem_layout(cfg, spec.K, 1, 128).tr_bytes, "diag": cfg.diag, "xh": cfg.xh,
             "i8": is_i8(spec), "dot": cfg.dot, "swap": cfg.swap, "cluster": cfg.cluster,
             # what smem_layout sized for them; the kernel checks both (fused.hip.j2 static_asserts)
-            "epilogue_m_tiles": min(cfg.m_tiles, EPILOGUE_M_TILES), "xh_chunks": XH_CHUNKS, "x_ring": cfg.x_ring}
+            "epilogue_m_tiles": min(cfg.m_tiles, EPILOGUE_M_TILES), "xh_chunks": XH_CHUNKS, "x_ring": cfg.x_ring,
+            "ex_bytes": exchange_bytes(cfg), "split_cluster": cfg.split_cluster}
 
 
 def _m_tiles(M: int) -> int:

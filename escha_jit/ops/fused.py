@@ -127,7 +127,8 @@ def sm_count(device: torch.device) -> int:
 
 
 def _fits_smem(cfg: FusedConfig, launch: FusedLaunch, K: float, IC: int, M: int, budget: int) -> bool:
-    return IC % launch.splits == 0 and smem_layout(cfg, K, M, IC // launch.splits).total <= budget
+    return IC % launch.splits == 0 and smem_layout(cfg, K, M, IC // launch.splits,
+                                                   splits=launch.splits).total <= budget
 
 
 def _fits(cfg: FusedConfig, launch: FusedLaunch, IC: int, M: int) -> bool:
@@ -181,7 +182,10 @@ def plan_for(dev: torch.device, K: float, codebook: str, IC: int, OC: int, in_dt
     if not _fits(cfg, launch, IC, M):
         raise ValueError(f"launch {launch} does not tile IC={IC}: IC/S must be a multiple of 128 and of "
                          f"16*rows_per_stage={16 * cfg.rows_per_stage}")
-    layout = smem_layout(cfg, K, M, IC // launch.splits, i8)
+    if cfg.split_cluster and not 2 <= launch.splits <= 8:
+        raise ValueError(f"config {cfg}: split_cluster=1 launches the splits of a column group as one cluster "
+                         f"of 2..8 blocks; got splits={launch.splits}")
+    layout = smem_layout(cfg, K, M, IC // launch.splits, i8, launch.splits)
     check_fused_smem(arch, cfg, layout.total)        # before compiling: the driver would refuse the launch
     spec = spec_for(arch, K, codebook, in_dt, out_dt, cfg, act_quant)
     k = kernel_for(spec, dev, ARGS, render_extra(spec))
@@ -376,13 +380,16 @@ def fused_linear(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] 
     if cfg.xh:
         xh, xh_exp = (scratch.xw if cfg.swap else scratch.xh)(dev, M, IC)
         run_prep(plan.prep, x, w, xh, xh_exp, stream, pdl=plan.pdl)
-    if launch.splits > 1:
+    if launch.splits > 1 and not cfg.split_cluster:
         ws, cnt = scratch.get(dev, launch.splits * M * OC, groups)
     else:
         ws = cnt = None
-    plan.kernel.launch((groups, launch.splits), (32 * cfg.warps,),
+    # split_cluster: the splits of a column group along x, one cluster (include/escha/fused.h SC)
+    grid, cluster = ((launch.splits, groups), launch.splits) if cfg.split_cluster else ((groups, launch.splits),
+                                                                                          cfg.cluster)
+    plan.kernel.launch(grid, (32 * cfg.warps,),
              (x, x.stride(0), out, out.stride(0), w.code, w.rin, w.s_in, w.rout, w.s_out, bias32,
               M, IC, OC, kr, w.logical_in, w.logical_out, ws, cnt, lay.off_tr, lay.off_red, lay.off_exp,
               xh, xh_exp, plan.x_chunks),
-             smem=plan.smem, stream=stream, pdl=plan.pdl, cluster=cfg.cluster)
+             smem=plan.smem, stream=stream, pdl=plan.pdl, cluster=cluster)
     return out

@@ -9,6 +9,8 @@
 #pragma once
 #include <algorithm>
 #include <atomic>
+#include <barrier>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -79,6 +81,14 @@ constexpr bool HAS_CLUSTERS = true;
 inline u32 cluster_rank() { return host::cluster_ctarank; }
 inline void cluster_barrier_after_init() { host::cluster_bar->arrive_and_wait(); }
 inline u32 cluster_map(u32 saddr, u32 rank) { return (saddr & 0xFFFFFFu) | ((rank + 1) << 24); }
+namespace host {
+inline thread_local std::optional<std::barrier<>::arrival_token> cluster_token;
+}  // namespace host
+inline void cluster_arrive_relaxed() { host::cluster_token.emplace(host::cluster_bar->arrive()); }
+inline void cluster_wait() {
+    host::cluster_bar->wait(std::move(*host::cluster_token));
+    host::cluster_token.reset();
+}
 
 // An mbarrier in its 8 bytes of shared memory: arrivals still expected this phase (bits 0-15),
 // the count it was initialised with (16-31), transaction bytes still expected (32-62, signed: bytes
@@ -112,10 +122,12 @@ inline void mbar_wait(u32 bar, u32 parity) {
 // the data, then its bytes completed on the (possibly remote) mbarrier
 inline void st_async_u32(u32 caddr, u32 v, u32 cbar) { std::memcpy(smem_ptr(caddr), &v, 4); host::mbar_update(cbar, 0, -4); }
 inline void st_async_u64(u32 caddr, u64 v, u32 cbar) { std::memcpy(smem_ptr(caddr), &v, 8); host::mbar_update(cbar, 0, -8); }
+inline void st_async_f32x4(u32 caddr, f32x4 v, u32 cbar) { std::memcpy(smem_ptr(caddr), &v, 16); host::mbar_update(cbar, 0, -16); }
 inline void bulk_copy_to_shared(u32 dst, const void* src, u32 bytes, u32 bar) {
     std::memcpy(smem_ptr(dst), src, bytes);
     host::mbar_update(bar, 0, -(int)bytes);
 }
+
 #else
 constexpr bool HAS_CLUSTERS = false;
 inline u32 cluster_rank() { return 0; }

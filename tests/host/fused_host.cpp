@@ -7,8 +7,9 @@
 // ESCHA_THREADS: the block's threads (32 x waves).
 //
 // usage: fused_host IN OUT  with IN = int32 {M, IC, OC, S, in_valid, out_valid, has_s_in,
-// has_s_out, has_bias, off_tr, off_red, off_exp, smem_bytes, in_bytes, xh_bytes, x_chunks, cluster}
-// in 80 bytes (cluster: blocks of one thread block cluster along x, run together), then
+// has_s_out, has_bias, off_tr, off_red, off_exp, smem_bytes, in_bytes, xh_bytes, x_chunks, cluster,
+// split_cluster} in 80 bytes (cluster: blocks of one thread block cluster along x, run together;
+// split_cluster: the grid swapped, x = the S splits of a column group as one cluster), then
 // each part from a multiple of 16 bytes: x [M][IC] (in_bytes per value), int16 code
 // [IC/16, OC/16, 16K], fp16 rin [IC], (fp32 s_in [IC]), fp16 rout [OC], (fp32 s_out [OC]), (fp32
 // bias [OC]), and with xh_bytes > 0 the prep kernel's output (tests/host/prep_host.cpp): xh
@@ -43,6 +44,7 @@ int main(int argc, char** argv) {
     const float* s_out = has_s_out ? reinterpret_cast<const float*>(part(4 * OC)) : nullptr;
     const float* bias = has_bias ? reinterpret_cast<const float*>(part(4 * OC)) : nullptr;
     const int x_chunks = std::max(1, h[15]), cluster = std::max(1, h[16]);   // xh chunks (sm_90), cluster size
+    const bool split_cluster = h[17] != 0;
     const int xh_bytes = h[14];                 // xh = 1: the prep kernel's A operand and exponents follow
     const half_t* xh = xh_bytes ? reinterpret_cast<const half_t*>(part(xh_bytes)) : nullptr;
     const int* xh_exp = xh_bytes ? reinterpret_cast<const int*>(part(4 * M)) : nullptr;
@@ -51,12 +53,13 @@ int main(int argc, char** argv) {
     std::vector<u16> y((size_t)M * OC, 0xFFFF);
     std::vector<float> ws((size_t)S * M * OC, -1.f);
     std::vector<int> counters(OC / 128, 0);
-    escha::host::launch(OC / 128, S, ESCHA_THREADS, [&] {
+    const bool partials = S > 1 && !split_cluster;       // the workspace route (split_cluster: none)
+    escha::host::launch(split_cluster ? S : OC / 128, split_cluster ? OC / 128 : S, ESCHA_THREADS, [&] {
         ESCHA_KERNEL(reinterpret_cast<const in_t*>(x), IC, reinterpret_cast<out_t*>(y.data()), OC, code,
                      rin, s_in, rout, s_out, bias, M, IC, OC, IC / S, in_valid, out_valid,
-                     S > 1 ? ws.data() : nullptr, S > 1 ? counters.data() : nullptr, off_tr, off_red, off_exp,
+                     partials ? ws.data() : nullptr, partials ? counters.data() : nullptr, off_tr, off_red, off_exp,
                      xh, xh_exp, x_chunks);
-    }, (size_t)smem_bytes + 16, cluster);
+    }, (size_t)smem_bytes + 16, split_cluster ? S : cluster);
     std::ofstream o(argv[2], std::ios::binary);
     o.write(reinterpret_cast<const char*>(y.data()), 2 * y.size());
     o.write(reinterpret_cast<const char*>(counters.data()), 4 * counters.size());

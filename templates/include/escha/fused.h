@@ -93,7 +93,7 @@ ESCHA_DEVICE void fill(E (&x)[N], T v) {
 }
 
 template <int K2, int CB, typename in_t, typename out_t, int WARPS, int MT, int RB, int STAGES, int TR_BYTES,
-          bool XH, bool I8 = false, bool DOT = false, bool SW = false, int CL = 1, int XR = 0>
+          bool XH, bool I8 = false, bool DOT = false, bool SW = false, int CL = 1, int XR = 0, bool SC = false>
 struct FusedLinear {
     static constexpr int COLS = 128;                   // output columns per block (one Hadamard block)
     static constexpr int TILES_N = COLS / 16;           // 8 tile columns per block
@@ -141,10 +141,25 @@ struct FusedLinear {
     static_assert(CL >= 1 && CL <= 8 && (CL & (CL - 1)) == 0, "cluster of 1, 2, 4 or 8 blocks");
     static_assert(CL == 1 || ESCHA_CLUSTER_EXCHANGE, "clusters: sm_90's st.async and mbarriers");
     static_assert(KW == 1 || !WORDS, "K-sliced waves (WARPS = 16): the fp16 route only");
+    // SC (NVIDIA sm_90, kernels/fused.py FusedConfig.split_cluster): the grid is swapped, x = the S
+    // splits of a column group, launched as one thread block cluster, y = the column groups; the
+    // split blocks send their partials into split 0's shared memory by bulk copy, completing on an
+    // mbarrier there, and split 0 sums them and writes y: no workspace, fence or counter on the
+    // critical path from the slowest block's main loop to the output (benchmarks/RESULTS.md
+    // session 46: that tail, ~2.1 us, is ~27 % of a 4096x4096 M = 1 call).
+    static_assert(!SC || (CL == 1 && MT == 1 && ESCHA_CLUSTER_EXCHANGE),
+                  "split clusters: sm_90, one m tile (one epilogue pass), no column-group clusters");
+    ESCHA_DEVICE static int group_index() { return SC ? (int)blockIdx.y : (int)blockIdx.x; }
+    ESCHA_DEVICE static int split_index() { return SC ? (int)blockIdx.x : (int)blockIdx.y; }
+    ESCHA_DEVICE static int split_count() { return SC ? (int)gridDim.x : (int)gridDim.y; }
     // XH on sm_90: the A operand arrives in at most XCHUNKS chunks of whole steps (Args::x_chunks;
     // kernels/fused.py smem_layout: 8 bytes of mbarrier per chunk after the zero bytes; XH_CHUNKS
     // there, checked by fused.hip.j2)
     static constexpr int XCHUNKS = 8;
+    // the exchange region's bytes (row exponents, flags, zero rows, the A chunks' mbarriers), as
+    // kernels/fused.py smem_layout sizes it (fused.hip.j2 checks); SC's receive region follows it:
+    // its mbarrier, then (S - 1) x M rows of COLS fp32 partials
+    static constexpr int EX_BYTES = ((MP + 4) * 4 + 64 * RB + 8 * XCHUNKS + 15) / 16 * 16;
     // The output factors of the block's COLS columns (s_out, bias as fp32, rout as fp16) are copied
     // into the trellis ring once the main loop is done with it (where it is large enough), while the
     // block stages and publishes its sums: the finishing block then reads them from shared memory,
@@ -197,7 +212,7 @@ struct FusedLinear {
         const int k0 = s0 * 16 * RB, d0 = dst_step * 16 * RB;
         const u32 bytes = (u32)(n * 16 * RB * EB);
         const unsigned char* src = reinterpret_cast<const unsigned char*>(p.xh) +
-                                   ((long long)blockIdx.y * p.k_split + k0) * EB;
+                                   ((long long)split_index() * p.k_split + k0) * EB;
         #pragma unroll 1                                 // (a rare path inside the main loop: kept small)
         for (int m = wave; m < p.M; m += WARPS) {
             mbar_arrive_expect_tx(bar, bytes);
@@ -225,7 +240,7 @@ struct FusedLinear {
         if constexpr (!XH) grid_dependents_launch();
         const int lane = threadIdx.x % ESCHA_WAVE, wave = wave_index();
         const int wcol = wave % CW, kslice = wave / CW;             // tile-column wave, K slice
-        const int g = blockIdx.x, split = blockIdx.y;
+        const int g = group_index(), split = split_index();
         const int xs_ld = (RING ? ring_halves(p) : p.k_split) + 8;  // halves; rows 16-byte aligned
         half_t* xs = reinterpret_cast<half_t*>(smem);               // [M][KR + 8] fp16 A operand
         u32* tr = reinterpret_cast<u32*>(smem + p.off_tr);
@@ -314,6 +329,13 @@ struct FusedLinear {
         }
 #endif
 #if ESCHA_CLUSTER_EXCHANGE
+        // SC: split 0's receive barrier expects the other splits' partial rows
+        const u32 sc_bar = smem_addr(smem + p.off_exp + EX_BYTES);
+        if (SC && split == 0 && threadIdx.x == 0) {
+            mbar_init(sc_bar, 1);
+            mbar_arrive_expect_tx(sc_bar, (u32)((split_count() - 1) * p.M * COLS * 4));
+            fence_mbar_init();
+        }
         if (CL > 1 && threadIdx.x == 0) {
             // the exchange barrier (in the XH chunks' place: CL > 1 has no XH) expects the bytes of
             // the items the other blocks rotate, plus their flag words (prologue_f16)
@@ -345,6 +367,10 @@ struct FusedLinear {
         // a release one compiles to MEMBAR.ALL.GPU (sm_90 ptxas), which would wait for the weights'
         // copies above.
         if constexpr (CL > 1) cluster_barrier_after_init();
+#if ESCHA_CLUSTER_EXCHANGE
+        // SC: announced to the cluster here, waited for before the first send (long after)
+        if constexpr (SC) cluster_arrive_relaxed();
+#endif
         // Launched as a programmatic dependent (NVIDIA): the weights above may stream while the
         // previous kernel finishes; x / xh and every global write (y, workspace, counters) wait.
         grid_dependency_wait();
@@ -596,7 +622,7 @@ struct FusedLinear {
         // main loop and at least that large (kernels/fused.py smem_layout); one tile at a time through
         // `red` took three block barriers and a partial write per tile (H200, 4096x14336 M = 64: 2.7 us
         // of a block's 14; benchmarks/RESULTS.md session 38). The word routes have one m tile.
-        const int S = gridDim.y;
+        const int S = split_count();
         const int mtiles = (p.M + 15) / 16;
         float* const st = MT > 1 ? reinterpret_cast<float*>(smem) : red;
         #pragma unroll
@@ -624,6 +650,43 @@ struct FusedLinear {
             }
             if (S == 1 && STAGED_FACTORS) async_wait<0>();  // the output factors (read by store_rows)
             __syncthreads();
+#if ESCHA_CLUSTER_EXCHANGE
+            if (SC && S > 1) {                              // (one pass: MT == 1)
+                cluster_wait();                             // split 0's receive barrier is initialised
+                const u32 recv = sc_bar + 16u;              // [S - 1][M][COLS] fp32
+                if (split != 0) {                           // partial rows -> split 0 (st.async), then done
+                    const u32 bar0 = cluster_map(sc_bar, 0);
+                    const u32 dst0 = cluster_map(recv + (u32)((split - 1) * p.M * COLS * 4), 0);
+                    for (int t = threadIdx.x; t < p.M * COLS / 4; t += blockDim.x) {
+                        const int r = t / (COLS / 4), c = 4 * (t % (COLS / 4));
+                        st_async_f32x4(dst0 + (u32)((r * COLS + c) * 4),
+                                       *reinterpret_cast<const f32x4*>(st + r * RED_LD + c), bar0);
+                    }
+                    ESCHA_TRACE(4);                          // partial sent
+                    if constexpr (STAGED_FACTORS) async_wait<0>();
+                    return;
+                }
+                mbar_wait(sc_bar, 0);                       // every other split's rows are in
+                ESCHA_TRACE(5);
+                for (int t = threadIdx.x; t < p.M * COLS / 4; t += blockDim.x) {
+                    const int r = t / (COLS / 4), c = 4 * (t % (COLS / 4));
+                    const f32x4 own = *reinterpret_cast<const f32x4*>(st + r * RED_LD + c);
+                    f32x4 sum = {0.f, 0.f, 0.f, 0.f};       // the workspace route's order: split 0, 1, ...
+                    sum.x += own.x; sum.y += own.y; sum.z += own.z; sum.w += own.w;
+                    for (int s2 = 1; s2 < S; ++s2) {
+                        const f32x4 v = *reinterpret_cast<const f32x4*>(
+                            smem + p.off_exp + EX_BYTES + 16 + (((s2 - 1) * p.M + r) * COLS + c) * 4);
+                        sum.x += v.x; sum.y += v.y; sum.z += v.z; sum.w += v.w;
+                    }
+                    *reinterpret_cast<f32x4*>(st + r * RED_LD + c) = sum;
+                }
+                if constexpr (STAGED_FACTORS) async_wait<0>();
+                __syncthreads();
+                store_rows(p, st, f_s_out, 0, lane, wave);
+                ESCHA_TRACE(6);                              // split 0: y written
+                return;
+            }
+#endif
             if (S > 1) {                                    // partial -> workspace [S][M][OC]
                 for (int t = threadIdx.x; t < ER * COLS / 4; t += blockDim.x) {
                     const int r = t / (COLS / 4), c = 4 * (t % (COLS / 4)), m = 16 * a0 + r;
@@ -901,7 +964,7 @@ struct FusedLinear {
         constexpr int CS = SHARE ? CL : 1;                   // blocks the items are dealt to
         const int nkb = p.k_split / 128, items = p.M * nkb;
         const DivMod by_nkb(nkb);                            // item -> (row, 128-block): items < 2^22
-        const int k_begin = blockIdx.y * p.k_split;
+        const int k_begin = split_index() * p.k_split;
         const bool vec = p.in_valid == p.IC && (p.ldx % 8) == 0 && (reinterpret_cast<u64>(p.x) % 16) == 0;
         // SHARE: wave w of the block of rank r takes items r*WARPS + w + k*CL*WARPS (the cluster's
         // blocks interleave in runs of WARPS items; cluster_bytes_in counts them)
@@ -1099,7 +1162,7 @@ struct FusedLinear {
     // The block's output factors into shared memory at f (s_out [COLS], bias [COLS] as fp32, then
     // rout [COLS] fp16; absent ones not copied), asynchronously: waited for before store_rows.
     ESCHA_DEVICE static void stage_factors(const Args& p, u32* f) {
-        const int col0 = blockIdx.x * COLS;
+        const int col0 = group_index() * COLS;
         const int i = threadIdx.x;
         const float* s_out = opaque_ptr(p.s_out);
         const float* bias = opaque_ptr(p.bias);
@@ -1128,8 +1191,8 @@ struct FusedLinear {
             const OutFactors f = STAGED_FACTORS
                 ? out_factors(c, reinterpret_cast<const half_t*>(f_s_out + 2 * COLS), s_out ? f_s_out : nullptr,
                               bias ? f_s_out + COLS : nullptr)
-                : out_factors(blockIdx.x * COLS + c, p.rout, s_out, bias);
-            finish_row128(v, lane, HAD128_SCALE, f, s_out != nullptr, bias != nullptr, blockIdx.x * COLS + c,
+                : out_factors(group_index() * COLS + c, p.rout, s_out, bias);
+            finish_row128(v, lane, HAD128_SCALE, f, s_out != nullptr, bias != nullptr, group_index() * COLS + c,
                           p.out_valid, p.y, (long long)(m0 + r) * p.ldy);
         }
     }

@@ -270,6 +270,11 @@ ESCHA_DEVICE u32 cluster_rank() {
 ESCHA_DEVICE void cluster_barrier_after_init() {
     asm volatile("barrier.cluster.arrive.relaxed.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
+// The same barrier in two halves, for a block that announces its mbarriers early and writes into
+// another block only much later (fused.h SC): every thread arrives (relaxed, as above) at block
+// start and waits before its first write into another block.
+ESCHA_DEVICE void cluster_arrive_relaxed() { asm volatile("barrier.cluster.arrive.relaxed.aligned;\n" ::: "memory"); }
+ESCHA_DEVICE void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory"); }
 // The address in block `rank`'s shared memory of the same offset as this block's shared address
 // `saddr` (the shared::cluster window).
 ESCHA_DEVICE u32 cluster_map(u32 saddr, u32 rank) {
@@ -288,6 +293,12 @@ ESCHA_DEVICE void st_async_u32(u32 caddr, u32 v, u32 cbar) {
 ESCHA_DEVICE void st_async_u64(u32 caddr, u64 v, u32 cbar) {
     asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b64 [%0], %1, [%2];\n"
                  :: "r"(caddr), "l"(v), "r"(cbar) : "memory");
+}
+// 16 bytes (caddr 16-byte aligned), the same way. The values leave with the instruction: a sender
+// may exit before they land (fused.h SC), as its own shared memory is not involved.
+ESCHA_DEVICE void st_async_f32x4(u32 caddr, f32x4 v, u32 cbar) {
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], {%1, %2, %3, %4}, [%5];\n"
+                 :: "r"(caddr), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w), "r"(cbar) : "memory");
 }
 }  // namespace escha
 
