@@ -318,13 +318,14 @@ def test_untuned_choice_follows_the_h200_table():
     8192x28672 K4 M = 4; benchmarks/results/2026-12-03_h200_tune_s25_mcg.log. Session 27's re-tune
     of M <= 4 moved the swapped route onto the prep kernel where x's rotations over all column
     groups are many (kernels.fused.XH_SWAP_MIN_ROTATIONS): 125 agree. Session 35's entries at M = 32
-    / 64 are not counted: the untuned choice there does not read the shape.)"""
+    / 64 are not counted: the untuned choice there does not read the shape; nor are session 46's
+    split-cluster entries, a launch the untuned choice does not take.)"""
     table = TuningTable.load(shipped_table_path("sm_90"))
     same = total = 0
     for key, e in table.entries.items():
         op, rate, cb, shape, _, bucket = key.split("|")             # fused|K2p5|mcg|4096x4096|f16|M16
-        if int(bucket[1:]) > 16:              # above M = 16 the untuned choice is shape-free (default_config)
-            continue
+        if int(bucket[1:]) > 16 or e.cfg.split_cluster:    # above M = 16 the untuned choice is shape-free
+            continue                                          # (default_config); no split clusters untuned
         IC, OC = (int(v) for v in shape.split("x"))
         cfg, launch = _untuned_choice(float(rate[1:].replace("p", ".")), cb, IC, OC, int(bucket[1:]))
         total += 1

@@ -28,7 +28,7 @@ def test_swapped_spec_with_prep_kernel_renders_the_expansion():
     cfg = fused.FusedConfig(warps=8, m_tiles=1, rows_per_stage=8, stages=3, xh=1, swap=1)
     s = fused.spec_for("sm_90", 2.0, "mul1", "f16", "f16", cfg)
     src = " ".join(render(s, fused.render_extra(s)).split())
-    assert "12288, true, false, false, true, 1, 0> Impl;" in src             # XH, not I8 / DOT, SW, no cluster, no A ring
+    assert "12288, true, false, false, true, 1, 0, false> Impl;" in src             # XH, not I8 / DOT, SW, no cluster, no A ring
     with pytest.raises(ValueError, match="swap=1 needs NVIDIA"):
         fused.spec_for("gfx1201", 2.0, "mul1", "f16", "f16", cfg)
 
@@ -140,7 +140,7 @@ def test_cluster_configs_are_the_fp16_routes():
     cfg = fused.FusedConfig(warps=16, m_tiles=1, rows_per_stage=16, stages=2, min_blocks=1, cluster=2)
     assert "cluster" not in fused.FusedConfig().tile() and cfg.tile()["cluster"] == 2
     s = fused.spec_for("sm_90", 3.0, "mcg", "f16", "f16", cfg)
-    assert ", 2, 0> Impl;" in " ".join(render(s, fused.render_extra(s)).split())
+    assert ", 2, 0, false> Impl;" in " ".join(render(s, fused.render_extra(s)).split())
     assert fused.swap_route(cfg, "nvidia", "mcg", 4).swap == 0
     for bad, why in ((dict(xh=1), "in-kernel prologue"), (dict(cluster=3), "1, 2, 4 or 8")):
         with pytest.raises(ValueError, match=why):

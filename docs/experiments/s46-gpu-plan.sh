@@ -60,5 +60,18 @@ case "${1:-}" in
       --variants "split_cluster=1;split_cluster=1,splits=2;split_cluster=1,splits=4;split_cluster=1,splits=8" \
       --min-gain 0.02 --out "$OUT/sc_variants_${TAG}.json" --adopt "$OUT/sm_90_sc_${TAG}.json" > "$OUT/sc_variants_${TAG}.log" 2>&1
     grep -c "^[0-9]" "$OUT/sc_variants_${TAG}.log"; tail -1 "$OUT/sc_variants_${TAG}.log" ;;
-  *) echo "usage: $0 occ|stamped|decode|sc"; exit 2 ;;
+  scab)   # ab/P = this checkout with the table `sc` adopted (f16); its bf16 twins on 4096x14336 measured the
+    # same way and adopted into ab/P, then an A/B of ab/O (this checkout) against ab/P over the 144 cells
+    nvidia-smi --query-gpu=name --format=csv,noheader
+    export ESCHA_JIT_CACHE_DIR=/tmp/abc
+    P=""; for K in 2 3 4; do for cb in mcg mul1; do for M in 1 4; do P="$P,4096x14336:$K:$cb:$M"; done; done; done
+    (export PYTHONPATH=$PWD/ab/P; python3 scripts/prebuild_variant.py --table ab/P/tuning/sm_90.json --set split_cluster=1 \
+      --dtypes bf16 --shapes 4096x14336 --ms 1,4 2>&1 | tail -1
+     cd ab/P && mkdir -p benchmarks && cp ../../benchmarks/*.py benchmarks/ && timeout 90 python3 benchmarks/bench_variants.py \
+      --problems "${P#,}" --dtypes bf16 --rounds 2 --variants "split_cluster=1;split_cluster=1,splits=2;split_cluster=1,splits=4" \
+      --min-gain 0.02 --out "$OUT/sc_bf16_variants_${TAG}.json" --adopt tuning/sm_90.json > "$OUT/sc_bf16_variants_${TAG}.log" 2>&1
+     tail -1 "$OUT/sc_bf16_variants_${TAG}.log"; cp tuning/sm_90.json "$OUT/sm_90_sc_f16_bf16_${TAG}.json")
+    AB_CACHE_DIR=/tmp/abc ROUNDS=${ROUNDS:-2} BENCH_ARGS="--shapes 4096x14336" PREBUILD_ARGS="--shapes 4096x14336" \
+      OUT=$OUT/ab_sc_${TAG} timeout ${T2:-120} bash scripts/ab_trees.sh ab/O ab/P | tail -5 ;;
+  *) echo "usage: $0 occ|stamped|decode|sc|scab"; exit 2 ;;
 esac
