@@ -143,7 +143,7 @@ struct FusedLinear {
     static_assert(KW == 1 || !WORDS, "K-sliced waves (WARPS = 16): the fp16 route only");
     // SC (NVIDIA sm_90, kernels/fused.py FusedConfig.split_cluster): the grid is swapped, x = the S
     // splits of a column group, launched as one thread block cluster, y = the column groups; the
-    // split blocks send their partials into split 0's shared memory by bulk copy, completing on an
+    // split blocks send their partials into split 0's shared memory by st.async, completing on an
     // mbarrier there, and split 0 sums them and writes y: no workspace, fence or counter on the
     // critical path from the slowest block's main loop to the output (benchmarks/RESULTS.md
     // session 46: that tail, ~2.1 us, is ~27 % of a 4096x4096 M = 1 call).
