@@ -91,14 +91,15 @@ def main(argv=None):
             out = torch.empty(M, OC, device=dev, dtype=DTYPES[dn])
             plan = F.plan_for(dev, K, cb, IC, OC, dn, dn, M)
             runs = {"tuned": (plan.cfg, plan.launch)}
+            tuned_blocks = blocks_per_sm(plan)
             skipped = {}
             for name, over in variants.items():
                 cfg, launch = apply(plan.cfg, plan.launch, over)
                 try:                     # a variant this problem's route cannot take is reported, not fatal
                     vplan = F.plan_for(dev, K, cb, IC, OC, dn, dn, M, cfg, launch)
                     if "blocks_per_sm" in over and cfg == plan.cfg and launch.splits == plan.launch.splits \
-                            and blocks_per_sm(vplan) == blocks_per_sm(plan):
-                        raise ValueError(f"the kernel holds {blocks_per_sm(plan)} blocks per SM already")
+                            and blocks_per_sm(vplan) == tuned_blocks:
+                        raise ValueError(f"the kernel holds {tuned_blocks} blocks per SM already")
                     runs[name] = (cfg, launch)
                 except ValueError as e:
                     skipped[name] = str(e)
@@ -113,11 +114,11 @@ def main(argv=None):
             us = {name: statistics.median(v) for name, v in times.items()}
             c = plan.cfg
             print(f"{spec:<22} {dn:<4} {plan.source} w{c.warps} r{c.rows_per_stage} s{c.stages} b{c.min_blocks} "
-                  f"x{c.xh} c{c.cluster} S{plan.launch.splits} {blocks_per_sm(plan)}/SM {us['tuned']:7.2f} | " +
+                  f"x{c.xh} c{c.cluster} S{plan.launch.splits} {tuned_blocks}/SM {us['tuned']:7.2f} | " +
                   "  ".join(f"{n}: {us[n]:7.2f} ({us[n] / us['tuned']:.3f})" if n in us else f"{n}: skipped"
                             for n in variants), flush=True)
             rows.append(dict(problem=spec, dtype=dn, source=plan.source, cfg=dataclasses.asdict(c),
-                             splits=plan.launch.splits, blocks_per_sm=blocks_per_sm(plan), us=us, skipped=skipped,
+                             splits=plan.launch.splits, blocks_per_sm=tuned_blocks, us=us, skipped=skipped,
                              ratio={n: us[n] / us["tuned"] for n in variants if n in us}))
             best = adoptable(us, runs, args.min_gain, arch_of(dev), K, cb, dn) if args.adopt else None
             if best is not None:

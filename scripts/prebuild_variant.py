@@ -13,18 +13,20 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 from escha_jit import env  # noqa: E402
 from escha_jit.autotune.table import TuningTable, parse_key  # noqa: E402
 from escha_jit.kernels import fused  # noqa: E402
 from escha_jit.offline import compile_all  # noqa: E402
+from sass_stats import dispatched_specs  # noqa: E402  (benchmarks/: the table's kernels as dispatched)
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--set", required=True, help="comma-separated FusedConfig fields, e.g. split_cluster=1")
-    ap.add_argument("--table", default=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                                                    "tuning", "sm_90.json"))
+    ap.add_argument("--table", default=os.path.join(ROOT, "tuning", "sm_90.json"))
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--shapes", default="4096x4096,4096x14336,14336x4096,8192x28672")
     ap.add_argument("--ms", default="1,4,16")
@@ -34,13 +36,12 @@ def main(argv=None) -> int:
     over = {k: int(v) for k, v in (kv.split("=") for kv in args.set.split(","))}
     shapes, ms, dts = set(args.shapes.split(",")), {int(m) for m in args.ms.split(",")}, set(args.dtypes.split(","))
     specs = {}
-    for key, e in sorted(TuningTable.load(args.table).entries.items()):
-        k = parse_key(key)
-        if k.op != "fused" or f"{k.IC}x{k.OC}" not in shapes or k.M not in ms or k.dtype not in dts:
+    for base, keys in dispatched_specs(TuningTable.load(args.table), args.arch, shapes).values():
+        if not any(parse_key(k).M in ms and parse_key(k).dtype in dts for k in keys):
             continue
-        cfg = dataclasses.replace(fused.swap_route(e.cfg, "nvidia", k.codebook, k.M), **over)
+        cfg = dataclasses.replace(fused.FusedConfig(**base.params), **over)
         try:
-            spec = fused.spec_for(args.arch, k.K, k.codebook, k.dtype, k.dtype, cfg)
+            spec = fused.spec_for(args.arch, base.K, base.codebook, base.in_dtype, base.out_dtype, cfg)
         except ValueError:
             continue
         specs[str(spec)] = (spec, fused.render_extra(spec))

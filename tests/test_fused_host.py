@@ -273,8 +273,8 @@ def test_fused_cluster_prologue_on_host(cluster, warps, M, splits, OC, big_rows)
     (2.0, "3inst", "bf16", 9, 4, 8, 0, 0),    # the fp16 route's in-kernel prologue
 ])
 def test_fused_split_cluster_on_host_is_the_workspace_route_bit_for_bit(K, cb, dt, M, splits, warps, xh, swap):
-    # split_cluster: the S blocks of a column group as one cluster, the partials bulk-copied into split
-    # 0's shared memory (an mbarrier counts their bytes) and summed there in split order: the same
+    # split_cluster: the S blocks of a column group as one cluster, the partials sent by st.async into
+    # split 0's shared memory (an mbarrier counts their bytes) and summed there in split order: the same
     # bits as the workspace route, no counter touched
     base = fused.FusedConfig(warps=warps, m_tiles=1, rows_per_stage=4, stages=2, min_blocks=1 if warps == 16 else 2,
                              xh=xh, swap=swap)

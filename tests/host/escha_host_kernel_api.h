@@ -127,7 +127,6 @@ inline void bulk_copy_to_shared(u32 dst, const void* src, u32 bytes, u32 bar) {
     std::memcpy(smem_ptr(dst), src, bytes);
     host::mbar_update(bar, 0, -(int)bytes);
 }
-
 #else
 constexpr bool HAS_CLUSTERS = false;
 inline u32 cluster_rank() { return 0; }
