@@ -6,6 +6,7 @@ that ships in tuning/<arch>.json, with a report of tuned vs heuristic per proble
     python benchmarks/tune_shapes.py --buckets 16 --shapes 4096x14336 --onto tuning/sm_90.json   # one shape's
     python benchmarks/tune_shapes.py --buckets 1,4 --codebooks mcg --onto tuning/sm_90.json   # one codebook's
     python benchmarks/tune_shapes.py --buckets= --route-buckets all --onto tuning/sm_90.json   # routes only
+    python benchmarks/tune_shapes.py --refine-only tuning/sm_90.json --steps split_cluster --out t.json   # one refine step
 """
 from __future__ import annotations
 
@@ -18,9 +19,9 @@ import time
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from escha_jit.autotune.api import GRID_AXES, tune  # noqa: E402
+from escha_jit.autotune.api import GRID_AXES, REFINE_STEPS, tune  # noqa: E402
 from escha_jit.autotune.measure import Problem  # noqa: E402
-from escha_jit.autotune.reg_levels import refine  # noqa: E402
+from escha_jit.autotune.refine import refine  # noqa: E402
 from escha_jit.autotune.shapes import LayerShape  # noqa: E402
 from escha_jit.autotune.table import ROUTE_BUCKETS, TuningTable  # noqa: E402
 from escha_jit.synth import DEFAULT_RATES, llama_config, projection_shapes  # noqa: E402
@@ -53,9 +54,12 @@ def main(argv=None):
                     "(default: the PERF.md shapes and the test checkpoints')")
     ap.add_argument("--onto", default="", help="a table (e.g. the shipped tuning/sm_90.json) that --out is this "
                     "run's entries merged onto: re-tune some buckets, keep the rest")
-    ap.add_argument("--levels-only", default="", metavar="TABLE",
-                    help="search nothing: try the ptxas register-usage levels (escha_jit/autotune/reg_levels.py) "
-                         "on TABLE's entries of the selected problems, and write TABLE with the winners to --out")
+    ap.add_argument("--refine-only", default="", metavar="TABLE",
+                    help="search nothing: run tune()'s refine steps (escha_jit/autotune/refine.py) on TABLE's "
+                         "entries of the selected problems, and write TABLE with the winners to --out")
+    steps = [s[0] for s in REFINE_STEPS]
+    ap.add_argument("--steps", default=",".join(steps), help=f"the refine steps --refine-only runs, in order "
+                    f"(default: all, {','.join(steps)})")
     for axis in GRID_AXES:
         ap.add_argument(f"--{axis.replace('_', '-')}", default="",
                         help=f"comma-separated values of the search grid's {axis} axis (default: escha_jit's)")
@@ -74,8 +78,11 @@ def main(argv=None):
         if not todo:
             ap.error(f"--codebooks {args.codebooks}: no tuned shape has these")
     t0 = time.perf_counter()
-    if args.levels_only:
-        return levels_only(args, todo, [dt[d] for d in args.dtypes.split(",")], t0)
+    if args.refine_only:
+        unknown = set(args.steps.split(",")) - set(steps)
+        if unknown:
+            ap.error(f"--steps {args.steps}: unknown {sorted(unknown)}; the steps are {steps}")
+        return refine_only(args, todo, [dt[d] for d in args.dtypes.split(",")], t0)
     rbs = ROUTE_BUCKETS if args.route_buckets == "all" else [int(b) for b in args.route_buckets.split(",") if b]
     rep = tune(None, shapes=todo, m_buckets=[int(b) for b in args.buckets.split(",") if b],
                dtypes=[dt[d] for d in args.dtypes.split(",")], budget_s=args.budget, save=True, progress=True,
@@ -90,15 +97,23 @@ def main(argv=None):
                        rows=[r.__dict__ for r in rep.rows]), f, indent=1)
 
 
-def levels_only(args, todo, dtypes, t0) -> None:
-    table = TuningTable.load(args.levels_only)
+def refine_only(args, todo, dtypes, t0) -> None:
+    from escha_jit.autotune.occupancy import stamped
+    table = TuningTable.load(args.refine_only)
     problems = [Problem(s.IC, s.OC, s.K, s.codebook, int(b), d)
                 for s in todo for d in dtypes for b in args.buckets.split(",")]
-    rows = refine(table, problems)
-    for r in rows:
-        lv = " ".join(f"rl{k} {v:7.2f}" for k, v in sorted(r.level_us.items()))
-        print(f"{r.key:<44} base {r.base_us:7.2f}  {lv}  -> {'kept' if r.chosen < 0 else f'rl{r.chosen}'}")
-    print(f"{sum(r.chosen >= 0 for r in rows)} of {len(rows)} entries take a level")
+    rows = []
+    for step, variants_of, margin in REFINE_STEPS:
+        if step not in args.steps.split(","):
+            continue
+        step_rows = refine(table, problems, step, variants_of, margin)
+        for r in step_rows:
+            vs = "  ".join(f"{k} {v:7.2f}" for k, v in sorted(r.variant_us.items()))
+            print(f"{r.key:<44} base {r.base_us:7.2f}  {vs}  -> {r.chosen or 'kept'}")
+            if r.chosen:                  # its kernel changed: the blocks per SM it was timed at
+                table.entries[r.key] = stamped(r.key, table.entries[r.key], torch.device("cuda"))
+        print(f"{step}: {sum(bool(r.chosen) for r in step_rows)} of {len(step_rows)} entries changed")
+        rows += step_rows
     table.save(args.out)
     with open(args.report, "w") as f:
         json.dump(dict(seconds=time.perf_counter() - t0, gpu=torch.cuda.get_device_name(),

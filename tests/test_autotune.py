@@ -102,6 +102,50 @@ def test_x_ring_candidates_only_where_measured():
     assert len({c.key() for c in cands}) == len(cands) and any("_xr3" in c.key() for c in rings)
 
 
+def test_split_cluster_variants_where_the_kernel_allows():
+    """tune()'s split-cluster step tries a winner's own split count (2..8) and 2 / 4 / 8 where they
+    tile IC and fit shared memory, each a valid spec with the cluster's receive buffer counted; none
+    off sm_90, with column-group clusters, above one m tile or where the winner already has them."""
+    import dataclasses
+    from escha_jit.autotune.measure import Problem
+    from escha_jit.autotune.split_clusters import cluster_variants
+    from escha_jit.kernels import fused
+    cfg = FusedConfig(warps=4, m_tiles=1, rows_per_stage=8, stages=2, xh=0)
+    e = Entry(cfg, FusedLaunch(3, blocks_per_sm=4), 10.0, {})
+    p = Problem(6144, 4096, 2.0, "mcg", 1)
+    vs = cluster_variants("sm_90", p, e)
+    assert [v.launch for v in vs] == [FusedLaunch(S) for S in (2, 3, 4, 8)]    # unpinned: stamped when adopted
+    assert all(v.cfg == dataclasses.replace(cfg, split_cluster=1) and v.key().endswith(f"_sc_S{v.launch.splits}")
+               for v in vs)
+    for v in vs:
+        fused.spec_for("sm_90", 2.0, "mcg", "f16", "f16", v.cfg)
+    # rows_per_stage 16 at 8 splits of 1024: kr 128 is not a multiple of 16 * 16 rows
+    e16 = Entry(dataclasses.replace(cfg, rows_per_stage=16), FusedLaunch(1), 10.0, {})
+    assert [v.launch.splits for v in cluster_variants("sm_90", Problem(1024, 4096, 2.0, "mcg", 1), e16)] == [2, 4]
+    # shared memory: the A operand shrinks with S, the receive buffer [S - 1][M][128] fp32 grows; at three
+    # blocks of 2 stages, M = 16, only S = 4 fits 227 KiB
+    big = Entry(dataclasses.replace(cfg, min_blocks=3), FusedLaunch(1), 10.0, {})
+    q = Problem(4096, 4096, 2.0, "mcg", 16)
+    assert [v.launch.splits for v in cluster_variants("sm_90", q, big)] == [4]
+    for S in (2, 4, 8):
+        need = fused.smem_layout(dataclasses.replace(big.cfg, split_cluster=1), 2.0, 16, 4096 // S, splits=S).total
+        assert (need * 3 <= 227 * 1024) == (S == 4), (S, need)
+    assert cluster_variants("gfx1201", p, e) == []
+    for other in (dataclasses.replace(cfg, cluster=2), dataclasses.replace(cfg, m_tiles=2),
+                  dataclasses.replace(cfg, split_cluster=1)):
+        assert cluster_variants("sm_90", p, Entry(other, FusedLaunch(4), 10.0, {})) == []
+
+
+def test_reg_level_variants_skip_entries_with_a_level():
+    from escha_jit.autotune.measure import Problem
+    from escha_jit.autotune.reg_levels import LEVELS, level_variants
+    p = Problem(4096, 4096, 2.0, "mcg", 1)
+    e = Entry(FusedConfig(warps=4, rows_per_stage=8, stages=2), FusedLaunch(4, blocks_per_sm=3), 10.0, {})
+    vs = level_variants("sm_90", p, e)
+    assert [v.cfg.reg_level for v in vs] == list(LEVELS) and all(v.launch == e.launch for v in vs)
+    assert level_variants("sm_90", p, Entry(vs[0].cfg, e.launch, 10.0, {})) == []
+
+
 # ---------------------------------------------------------------- tables
 
 def _table():

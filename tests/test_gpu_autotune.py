@@ -140,3 +140,46 @@ def test_shipped_entries_compute_what_the_untuned_plan_computes():
             assert rel_rms(got.float(), want.float()) < (2e-3 if dt == torch.bfloat16 else 3e-4), k
         del w
         torch.cuda.empty_cache()
+
+
+def test_refine_split_clusters_adopts_and_dispatch_runs_it(tmp_path, monkeypatch):
+    """tune()'s split-cluster step (autotune/refine.py with split_clusters.cluster_variants) times a
+    winner's split-cluster twins against it; at a margin every variant clears, the fastest replaces
+    the entry (with every time measured in its extras), dispatch then runs it from the user table,
+    and it computes the bits of the workspace route at its split count; at a margin none clears,
+    the entry is kept."""
+    from escha_jit.autotune.api import heuristic_candidate
+    from escha_jit.autotune.measure import Problem
+    from escha_jit.autotune.refine import refine
+    from escha_jit.autotune.split_clusters import STEP, cluster_variants
+    from escha_jit.autotune.table import Entry, entry_key, tables
+    monkeypatch.setenv("ESCHA_JIT_CACHE_DIR", str(tmp_path))
+    dev = torch.device("cuda")
+    p = Problem(2048, 4096, 2.0, "mcg", 1, torch.float16)
+    heur = heuristic_candidate(p, F.sm_count(dev), "sm_90")
+    key = entry_key("fused", p.K, p.codebook, p.IC, p.OC, "f16", p.M)
+    base = Entry(heur.cfg, heur.launch, 10.0, {"heuristic_us": 10.0})
+    assert cluster_variants("sm_90", p, base), heur          # the test needs variants to time
+
+    kept = TuningTable({"arch": "sm_90"}, {key: base})
+    rows = refine(kept, [p], STEP, cluster_variants, margin=1.0, device=dev, rounds=1, progress=False)
+    assert len(rows) == 1 and rows[0].chosen == "" and kept.entries[key] == base
+    assert rows[0].base_us > 0 and rows[0].variant_us and all("_sc_S" in k for k in rows[0].variant_us)
+
+    table = TuningTable({"arch": "sm_90"}, {key: base})
+    rows = refine(table, [p], STEP, cluster_variants, margin=-1.0, device=dev, rounds=1, progress=False)
+    e = table.entries[key]
+    assert rows[0].chosen == min(rows[0].variant_us, key=rows[0].variant_us.get)
+    assert e.cfg.split_cluster == 1 and rows[0].chosen.endswith(f"_sc_S{e.launch.splits}")
+    assert set(e.extra["split_cluster_us"]) == {*rows[0].variant_us, heur.key()} and e.extra["heuristic_us"] == 10.0
+    table.save(user_table_path("sm_90"))
+    tables().invalidate()
+    F._PLANS.clear()
+    w = random_layer(2048, 4096, 2.0, "mcg", seed=6).to(dev)
+    x = torch.randn(1, 2048, device=dev).half()
+    got = F.fused_linear(x, w)
+    plans = [pl for k, pl in F._PLANS.items() if k[1] == 2.0 and k[7] == 1]
+    assert plans and plans[0].source == "table" and plans[0].cfg.split_cluster == 1
+    import dataclasses
+    want = F.fused_linear(x, w, cfg=dataclasses.replace(e.cfg, split_cluster=0), launch=F.FusedLaunch(e.launch.splits))
+    assert torch.equal(got, want)

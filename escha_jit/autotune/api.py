@@ -23,10 +23,15 @@ from .candidates import Candidate, fused_candidates
 from .search import successive_halving
 from .shapes import LayerShape
 from .occupancy import stamped
+from . import reg_levels, split_clusters
 from .table import ROUTE_BUCKETS, Entry, TuningTable, check_route_buckets, entry_key, launch_json, read_table, tables, user_table_path
 
 log = logging.getLogger(__name__)
 DEFAULT_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+# tune()'s refine steps, in order (autotune/refine.py): (name, variants of a winner, margin a variant
+# must win by); split clusters first, so that a winner they change is still tried at ptxas levels
+REFINE_STEPS = ((split_clusters.STEP, split_clusters.cluster_variants, split_clusters.MARGIN),
+                (reg_levels.STEP, reg_levels.level_variants, reg_levels.MARGIN))
 # The grid tune() searches: the H200 sweeps (benchmarks/results) found warps, rows per stage, the
 # split count and the XH mode to matter and stages to move times by ~1 %; min_blocks 1 (with 8 or
 # 16 waves) lets a split count of 1 fill the GPU at M = 16 (4096x14336: 0.87-0.93x the time,
@@ -118,7 +123,7 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
          dtypes: Sequence[torch.dtype] = (torch.float16,), budget_s: float = 20.0,
          device: Optional[torch.device] = None, save: bool = True, progress: bool = True,
          shapes: Optional[Iterable[LayerShape]] = None,
-         grid: Optional[Mapping[str, Sequence[int]]] = None, levels: bool = True,
+         grid: Optional[Mapping[str, Sequence[int]]] = None, refine: bool = True,
          route_buckets: Sequence[int] = ROUTE_BUCKETS) -> TuneReport:
     """Measure and record the best fused-kernel configuration of every (shape, dtype, M bucket)
     of the model's coded projections that the built-in rule routes to the fused kernel (buckets
@@ -128,8 +133,9 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
     (autotune/routes.py; ops.linear.route_for follows it). Writes the user table in the cache dir
     (it wins over the shipped one) after every problem, so an interrupted run keeps what it
     measured, unless ``save`` is False. ``budget_s`` bounds each fused problem's search; ``grid``
-    widens or narrows the searched axes (see tune_grid). On NVIDIA each winner is then tried at
-    a few ptxas register-usage levels (autotune/reg_levels.py) unless ``levels`` is False."""
+    widens or narrows the searched axes (see tune_grid). On NVIDIA each winner is then refined
+    (autotune/refine.py, REFINE_STEPS) unless ``refine`` is False: its split-K blocks as one
+    cluster (autotune/split_clusters.py), then ptxas register-usage levels (autotune/reg_levels.py)."""
     search = tune_grid(grid)
     from .measure import FusedTimer, Problem, candidate_specs, usable
     from .routes import measure_routes
@@ -192,9 +198,10 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
         bar.update(key)
         del timer
         torch.cuda.empty_cache()
-    if levels:
-        from .reg_levels import refine
-        won = {r.key: r for r in refine(table, [p for p, _, _ in timers], dev, progress=progress) if r.chosen >= 0}
+    from .refine import refine as refine_step
+    for step, variants_of, margin in (REFINE_STEPS if refine else ()):
+        won = {r.key for r in refine_step(table, [p for p, _, _ in timers], step, variants_of, margin, dev,
+                                          progress=progress) if r.chosen}
         for r in rows:
             if r.key in won:
                 e = table.entries[r.key] = stamped(r.key, table.entries[r.key], dev)   # its kernel changed

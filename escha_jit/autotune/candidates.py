@@ -26,7 +26,8 @@ class Candidate:
         cl = f"_c{c.cluster}" if c.cluster > 1 else ""
         rl = f"_rl{c.reg_level}" if c.reg_level >= 0 else ""
         xr = f"_xr{c.x_ring}" if c.x_ring else ""
-        return (f"w{c.warps}_mt{c.m_tiles}_r{c.rows_per_stage}_s{c.stages}_b{c.min_blocks}_x{c.xh}{cl}{xr}{rl}"
+        sc = "_sc" if c.split_cluster else ""
+        return (f"w{c.warps}_mt{c.m_tiles}_r{c.rows_per_stage}_s{c.stages}_b{c.min_blocks}_x{c.xh}{cl}{xr}{sc}{rl}"
                 f"_S{l.splits}")
 
 

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Session 47's device runs: session 46's split-cluster entries (measured only on an H100) on an H200.
+#   decode  the standing figure (144 decode cells, bench_linear.py) of this checkout, kernels prebuilt first
+#   scab    interleaved A/B over 4096x14336's 36 decode cells: ab/U (this checkout's package with the
+#           table before the split-cluster entries, 732c597) against ab/S (this checkout's)
+#   suite   the whole GPU suite (this checkout)
+#   refine  tune()'s split-cluster refine step (autotune/split_clusters.py) on the shipped table's entries
+#           of the four PERF.md shapes at M = 1 / 4 / 16, f16 and bf16 (tune_shapes.py --refine-only), the
+#           refine GPU test first; writes $OUT/sm_90_refine_${TAG}.json; then `abref` A/Bs it: ab/S (this
+#           checkout) against ab/R (the same with that table), every decode cell
+# Build first: rm -rf ab && mkdir -p ab/U ab/S && git archive HEAD escha_jit templates tuning | tar -x -C ab/S
+#   && git archive HEAD escha_jit templates | tar -x -C ab/U && git archive 732c597 tuning | tar -x -C ab/U
+# then run with carry=["ab"].
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-.out}; mkdir -p "$OUT"
+TAG=${TAG:-s47}
+case "${1:-}" in
+  decode)
+    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+    export ESCHA_JIT_CACHE_DIR=/tmp/ecd PYTHONPATH=$PWD
+    python3 scripts/ab_prebuild.py . > "$OUT/prebuild_decode_${TAG}.log" 2>&1; tail -1 "$OUT/prebuild_decode_${TAG}.log"
+    for r in ${RUNS:-1 2}; do
+      timeout ${T:-200} python3 benchmarks/bench_linear.py --prefill-ms= --out "$OUT/bench_decode_${TAG}_r$r.json" \
+        > "$OUT/bench_decode_${TAG}_r$r.log" 2>&1; tail -3 "$OUT/bench_decode_${TAG}_r$r.log"
+    done ;;
+  scab)
+    nvidia-smi --query-gpu=name --format=csv,noheader
+    AB_CACHE_DIR=/tmp/abc ROUNDS=${ROUNDS:-4} BENCH_ARGS="--shapes 4096x14336" PREBUILD_ARGS="--shapes 4096x14336" \
+      OUT=$OUT/ab_sc_${TAG} timeout ${T:-300} bash scripts/ab_trees.sh ab/U ab/S | tail -8 ;;
+  suite)
+    export ESCHA_JIT_CACHE_DIR=/tmp/ec
+    timeout ${T:-540} python3 -m pytest -q -n 8 tests/test_gpu_*.py tests/test_amd_on_nvidia.py tests/test_nn_cli.py \
+      tests/test_nvrtc.py > "$OUT/pytest_gpu_${TAG}.log" 2>&1; tail -3 "$OUT/pytest_gpu_${TAG}.log" ;;
+  refine)
+    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+    export ESCHA_JIT_CACHE_DIR=/tmp/ecr PYTHONPATH=$PWD
+    timeout 200 python3 -m pytest -q tests/test_gpu_autotune.py -k refine > "$OUT/pytest_refine_${TAG}.log" 2>&1
+    tail -1 "$OUT/pytest_refine_${TAG}.log"
+    timeout ${T:-420} python3 benchmarks/tune_shapes.py --refine-only tuning/sm_90.json --steps split_cluster \
+      --shapes 4096x4096,4096x14336,14336x4096,8192x28672 --buckets 1,4,16 --out "$OUT/sm_90_refine_${TAG}.json" \
+      --report "$OUT/refine_${TAG}.json" > "$OUT/refine_${TAG}.log" 2>&1; grep -E "entries changed|Error" "$OUT/refine_${TAG}.log" ;;
+  abref)
+    nvidia-smi --query-gpu=name --format=csv,noheader
+    rm -rf ab/R && cp -r ab/S ab/R && cp "${TABLE:-$OUT/sm_90_refine_${TAG}.json}" ab/R/tuning/sm_90.json
+    AB_CACHE_DIR=/tmp/abc ROUNDS=${ROUNDS:-2} OUT=$OUT/ab_refine_${TAG} timeout ${T:-500} bash scripts/ab_trees.sh ab/S ab/R | tail -6 ;;
+  *) echo "usage: $0 decode|scab|suite|refine|abref"; exit 2 ;;
+esac
