@@ -8,6 +8,9 @@
 #           of the four PERF.md shapes at M = 1 / 4 / 16, f16 and bf16 (tune_shapes.py --refine-only), the
 #           refine GPU test first; writes $OUT/sm_90_refine_${TAG}.json; then `abref` A/Bs it: ab/S (this
 #           checkout) against ab/R (the same with that table), every decode cell
+#   pdl     is it co-scheduling under PDL that makes split clusters lose on 4096x4096 / 14336x4096 (session
+#           46)? The M = 1 / 4 f16 cells of both against split clusters at S = own / 2 / 4 / 8, once as
+#           shipped and once with ESCHA_JIT_NO_PDL=1 (every launch an ordinary kernel)
 # Build first: rm -rf ab && mkdir -p ab/U ab/S && git archive HEAD escha_jit templates tuning | tar -x -C ab/S
 #   && git archive HEAD escha_jit templates | tar -x -C ab/U && git archive 732c597 tuning | tar -x -C ab/U
 # then run with carry=["ab"].
@@ -44,5 +47,16 @@ case "${1:-}" in
     nvidia-smi --query-gpu=name --format=csv,noheader
     rm -rf ab/R && cp -r ab/S ab/R && cp "${TABLE:-$OUT/sm_90_refine_${TAG}.json}" ab/R/tuning/sm_90.json
     AB_CACHE_DIR=/tmp/abc ROUNDS=${ROUNDS:-2} OUT=$OUT/ab_refine_${TAG} timeout ${T:-500} bash scripts/ab_trees.sh ab/S ab/R | tail -6 ;;
-  *) echo "usage: $0 decode|scab|suite|refine|abref"; exit 2 ;;
+  pdl)
+    nvidia-smi --query-gpu=name --format=csv,noheader
+    export ESCHA_JIT_CACHE_DIR=/tmp/abc PYTHONPATH=$PWD
+    python3 scripts/prebuild_variant.py --set split_cluster=1 --dtypes f16 --shapes 4096x4096,14336x4096 --ms 1,4 2>&1 | tail -1
+    P=""; for s in 4096x4096 14336x4096; do for K in 2 3 4; do for cb in mcg mul1; do
+      for M in 1 4; do P="$P,$s:$K:$cb:$M"; done; done; done; done
+    for pdl in 1 0; do
+      ESCHA_JIT_NO_PDL=$((1 - pdl)) timeout ${T:-250} python3 benchmarks/bench_variants.py --problems "${P#,}" --dtypes f16 \
+        --rounds 2 --variants "split_cluster=1;split_cluster=1,splits=2;split_cluster=1,splits=4;split_cluster=1,splits=8" \
+        --out "$OUT/pdl${pdl}_sc_${TAG}.json" > "$OUT/pdl${pdl}_sc_${TAG}.log" 2>&1; tail -1 "$OUT/pdl${pdl}_sc_${TAG}.log"
+    done ;;
+  *) echo "usage: $0 decode|scab|suite|refine|abref|pdl"; exit 2 ;;
 esac
