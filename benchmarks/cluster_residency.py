@@ -4,6 +4,7 @@ twins (FusedConfig.split_cluster, S blocks of a column group as one cluster): th
 A launch whose blocks do not all fit at once runs in more than one round. Prints a table, writes JSON.
 
     python benchmarks/cluster_residency.py --shapes 4096x4096,4096x14336 --ms 1,4 --out residency.json
+    python benchmarks/cluster_residency.py --shapes 4096x4096 --set min_blocks=3   # twins with other fields too
 """
 from __future__ import annotations
 
@@ -40,12 +41,15 @@ def main(argv=None):
     ap.add_argument("--ms", default="1,4")
     ap.add_argument("--dtypes", default="f16")
     ap.add_argument("--splits", default="2,4,8", help="split counts of the split-cluster twins (and the entry's own)")
+    ap.add_argument("--set", default="", help="comma-separated FusedConfig fields the twins take besides "
+                    "split_cluster=1, e.g. min_blocks=3")
     ap.add_argument("--out", default="cluster_residency.json")
     args = ap.parse_args(argv)
     dev = torch.device("cuda")
     table = TuningTable.load(shipped_table_path(arch_of(dev)))
     shapes = {tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",")}
     ms = {int(m) for m in args.ms.split(",")}
+    over = {f: int(v) for f, v in (kv.split("=") for kv in args.set.split(",") if kv)}
     rows = []
     print(f"{'entry':<40} {'tuned: blocks/resident (per SM)':>32}   split clusters S: blocks/resident (per SM)")
     for key, e in sorted(table.entries.items()):
@@ -55,7 +59,7 @@ def main(argv=None):
         if e.cfg.cluster > 1 or e.cfg.m_tiles > 1:
             continue
         tuned = residency(dev, k, e.cfg, e.launch)
-        sc = dataclasses.replace(e.cfg, split_cluster=1)
+        sc = dataclasses.replace(e.cfg, split_cluster=1, **over)
         twins = {}
         for S in sorted({e.launch.splits, *(int(s) for s in args.splits.split(","))}):
             if 2 <= S <= 8 and k.IC % (128 * S) == 0:
@@ -68,7 +72,7 @@ def main(argv=None):
         print(f"{key:<40} {tuned['blocks']:>6}/{tuned['resident']:<6} ({tuned['per_sm']}) S{tuned['splits']:<14}   {cells}")
         rows.append(dict(key=key, tuned=tuned, split_cluster={str(S): t for S, t in twins.items()}))
     with open(args.out, "w") as f:
-        json.dump(dict(gpu=torch.cuda.get_device_name(dev), rows=rows), f, indent=1)
+        json.dump(dict(gpu=torch.cuda.get_device_name(dev), twin_fields=over, rows=rows), f, indent=1)
 
 
 if __name__ == "__main__":

@@ -58,5 +58,34 @@ case "${1:-}" in
         --rounds 2 --variants "split_cluster=1;split_cluster=1,splits=2;split_cluster=1,splits=4;split_cluster=1,splits=8" \
         --out "$OUT/pdl${pdl}_sc_${TAG}.json" > "$OUT/pdl${pdl}_sc_${TAG}.log" 2>&1; tail -1 "$OUT/pdl${pdl}_sc_${TAG}.log"
     done ;;
-  *) echo "usage: $0 decode|scab|suite|refine|abref|pdl"; exit 2 ;;
+  mb3)   # residency: clusters of 8 hold 240 of 4096x4096's 256 blocks at 2 per SM; at min_blocks 3 (<= 168
+    # registers) they would all fit. The same cells against min_blocks=3 with and without split clusters
+    nvidia-smi --query-gpu=name --format=csv,noheader
+    export ESCHA_JIT_CACHE_DIR=/tmp/abc PYTHONPATH=$PWD
+    python3 scripts/prebuild_variant.py --set split_cluster=1,min_blocks=3 --dtypes f16 --shapes 4096x4096,14336x4096 --ms 1,4 2>&1 | tail -1
+    python3 scripts/prebuild_variant.py --set min_blocks=3 --dtypes f16 --shapes 4096x4096,14336x4096 --ms 1,4 2>&1 | tail -1
+    P=""; for s in 4096x4096 14336x4096; do for K in 2 3 4; do for cb in mcg mul1; do
+      for M in 1 4; do P="$P,$s:$K:$cb:$M"; done; done; done; done
+    timeout ${T:-250} python3 benchmarks/bench_variants.py --problems "${P#,}" --dtypes f16 --rounds 2 \
+      --variants "min_blocks=3;split_cluster=1,min_blocks=3;split_cluster=1,min_blocks=3,splits=8" \
+      --out "$OUT/mb3_sc_${TAG}.json" > "$OUT/mb3_sc_${TAG}.log" 2>&1; tail -3 "$OUT/mb3_sc_${TAG}.log" ;;
+  late)   # the trace (trace_fused.py) of a split-cluster launch on 4096x4096 puts the last block's dependency
+    # wait 5.5 us after the first (0.2 without clusters): the next call's clusters, scheduled at block start
+    # (PDL), take slots before this call's last clusters are placed? ab/D = this checkout with split-cluster
+    # kernels letting their dependents launch after the main loop (docs/experiments/s47-sc-late-dependents.diff)
+    nvidia-smi --query-gpu=name --format=csv,noheader
+    P=""; for s in 4096x4096 14336x4096; do for K in 2 3 4; do for cb in mcg mul1; do
+      for M in 1 4; do P="$P,$s:$K:$cb:$M"; done; done; done; done
+    V="split_cluster=1;split_cluster=1,min_blocks=3;split_cluster=1,splits=4"
+    (cd ab/D && export ESCHA_JIT_CACHE_DIR=/tmp/abd PYTHONPATH=$PWD
+     mkdir -p scripts && cp ../../scripts/*.py scripts/ && python3 scripts/prebuild_variant.py --table tuning/sm_90.json --set split_cluster=1 --dtypes f16 --shapes 4096x4096,14336x4096 --ms 1,4 2>&1 | tail -1
+     timeout 200 python3 benchmarks/bench_variants.py --problems "${P#,}" --dtypes f16 --rounds 2 --variants "$V" \
+       --out "$OUT/late_sc_${TAG}.json" > "$OUT/late_sc_${TAG}.log" 2>&1; tail -1 "$OUT/late_sc_${TAG}.log"
+     timeout 100 python3 benchmarks/trace_fused.py --problems 4096x4096:2:mcg:1:split_cluster=1,4096x4096:2:mcg:1:split_cluster=1:min_blocks=3 \
+       --out "$OUT/late_trace_${TAG}.json" > "$OUT/late_trace_${TAG}.log" 2>&1; grep "last block at" "$OUT/late_trace_${TAG}.log")
+    export ESCHA_JIT_CACHE_DIR=/tmp/abc PYTHONPATH=$PWD
+    ESCHA_JIT_NO_PDL=1 timeout 150 python3 benchmarks/bench_variants.py --problems "${P#,}" --dtypes f16 --rounds 2 \
+      --variants "split_cluster=1,min_blocks=3" --out "$OUT/nopdl_mb3_sc_${TAG}.json" > "$OUT/nopdl_mb3_sc_${TAG}.log" 2>&1
+    tail -1 "$OUT/nopdl_mb3_sc_${TAG}.log" ;;
+  *) echo "usage: $0 decode|scab|suite|refine|abref|pdl|mb3|late"; exit 2 ;;
 esac
