@@ -18,7 +18,6 @@ fit unpinned (the launches the pin pads, or cannot hold up), e.g. after a compil
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import logging
 import os
 import sys
@@ -28,7 +27,7 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))     # sass_stats, also when imported by path
 from escha_jit import env  # noqa: E402
-from escha_jit.autotune.occupancy import occupancy_of  # noqa: E402
+from escha_jit.autotune.occupancy import occupancy_of, pinned  # noqa: E402
 from escha_jit.autotune.table import TuningTable, parse_key, shipped_table_path  # noqa: E402
 from escha_jit.kernels import fused as KF  # noqa: E402
 from escha_jit.offline import compile_all  # noqa: E402
@@ -55,7 +54,7 @@ def stamp(table: TuningTable, dev: torch.device) -> dict[str, tuple[int, int]]:
         if parse_key(key).op != "fused":
             continue
         blocks, smem = out[key] = occupancy_of(key, e, dev)
-        table.entries[key] = dataclasses.replace(e, launch=dataclasses.replace(e.launch, blocks_per_sm=blocks))
+        table.entries[key] = pinned(e, blocks)
         print(f"{key:<44} {str(e.cfg):<150} S={e.launch.splits:<3} smem {smem:>6}  {blocks} per SM", flush=True)
     return out
 

@@ -28,6 +28,11 @@ def occupancy_of(key: str, e: Entry, dev: torch.device) -> tuple[int, int]:
     return blocks, plan.smem
 
 
+def pinned(e: Entry, blocks_per_sm: int) -> Entry:
+    """Entry ``e`` with launch.blocks_per_sm = ``blocks_per_sm``."""
+    return dataclasses.replace(e, launch=dataclasses.replace(e.launch, blocks_per_sm=blocks_per_sm))
+
+
 def stamped(key: str, e: Entry, dev: torch.device) -> Entry:
-    """Entry ``e`` with launch.blocks_per_sm = its unpinned blocks per SM on ``dev`` (occupancy_of)."""
-    return dataclasses.replace(e, launch=dataclasses.replace(e.launch, blocks_per_sm=occupancy_of(key, e, dev)[0]))
+    """Entry ``e`` pinned at its unpinned blocks per SM on ``dev`` (occupancy_of)."""
+    return pinned(e, occupancy_of(key, e, dev)[0])
