@@ -4,9 +4,9 @@ FusedConfig.split_cluster launches the S split blocks of a column group as one c
 their partial rows in the first block's shared memory (include/escha/fused.h SC): no workspace,
 fence or counter, the same bits. Whether that pays depends on the shape: on an H100 it took
 0.906-0.978x the time on 4096x14336 at M = 1 / 4 and 1.04-1.64x elsewhere (benchmarks/RESULTS.md
-session 46: a cluster's blocks must be co-scheduled, which a launch overlapped with its predecessor
-often cannot do), so it is tried on each winner rather than guessed, at the winner's own split
-count and at 2, 4 and 8.
+sessions 46, 47: clusters are placed whole, and on shapes of few column groups the last ones start
+a round late), so it is tried on each winner rather than guessed, at the winner's own split count
+and at 2, 4 and 8.
 """
 from __future__ import annotations
 
