@@ -31,6 +31,16 @@ class Candidate:
                 f"_S{l.splits}")
 
 
+def split_fits(cfg: FusedConfig, K: float, IC: int, M: int, S: int, cap: int) -> bool:
+    """Whether ``cfg`` at S splits of IC input features tiles them (each split's kr = IC / S a multiple
+    of the 128-feature Hadamard block and of a stage's 16 x rows_per_stage) and its ``min_blocks``
+    blocks fit ``cap`` bytes of shared memory (kernels.fused.smem_layout, split clusters' receive
+    buffer included)."""
+    kr = IC // S
+    return (IC % (128 * S) == 0 and kr % (16 * cfg.rows_per_stage) == 0
+            and smem_layout(cfg, K, M, kr, splits=S).total * cfg.min_blocks <= cap)
+
+
 def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
@@ -70,12 +80,7 @@ def fused_candidates(arch: str, K: float, IC: int, OC: int, M: int, sms: int,
             continue
         cfg = FusedConfig(warps=w, m_tiles=mt, rows_per_stage=r, stages=st, min_blocks=mb, xh=xm, cluster=cl,
                           x_ring=xr)
-        fitting = []
-        for S in _divisors(IC // 128):
-            kr = IC // S
-            if kr % 128 or kr % (16 * r) or smem_layout(cfg, K, M, kr).total * mb > cap:
-                continue
-            fitting.append(S)
+        fitting = [S for S in _divisors(IC // 128) if split_fits(cfg, K, IC, M, S, cap)]
         # enough blocks to fill the GPU, not so many that the split-K reduction dominates; when
         # shared memory forces more splits than that (large M), the fewest that fit
         chosen = [S for S in fitting if min_waves * sms <= groups * S <= max_waves * sms or S == 1]

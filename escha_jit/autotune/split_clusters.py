@@ -13,9 +13,9 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from ..kernels.fused import FusedLaunch, has_clusters, smem_layout
+from ..kernels.fused import FusedLaunch, has_clusters
 from ..kernels.limits import block_smem_limit
-from .candidates import Candidate
+from .candidates import Candidate, split_fits
 from .table import Entry
 
 if TYPE_CHECKING:                       # measure.py imports torch and the ops; these modules are torch-free
@@ -35,12 +35,5 @@ def cluster_variants(arch: str, p: Problem, e: Entry, splits=SPLITS) -> list[Can
     if not has_clusters(arch) or cfg.split_cluster or cfg.cluster > 1 or cfg.m_tiles > 1:
         return []
     sc = dataclasses.replace(cfg, split_cluster=1)
-    out = []
-    for S in sorted({*splits, e.launch.splits}):
-        kr = p.IC // S
-        if not 2 <= S <= 8 or p.IC % (128 * S) or kr % (16 * cfg.rows_per_stage):
-            continue
-        if smem_layout(sc, p.K, p.M, kr, splits=S).total * cfg.min_blocks > block_smem_limit(arch):
-            continue
-        out.append(Candidate(sc, FusedLaunch(S)))
-    return out
+    return [Candidate(sc, FusedLaunch(S)) for S in sorted({*splits, e.launch.splits})
+            if 2 <= S <= 8 and split_fits(sc, p.K, p.IC, p.M, S, block_smem_limit(arch))]
