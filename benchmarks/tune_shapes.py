@@ -98,7 +98,6 @@ def main(argv=None):
 
 
 def refine_only(args, todo, dtypes, t0) -> None:
-    from escha_jit.autotune.occupancy import stamped
     table = TuningTable.load(args.refine_only)
     problems = [Problem(s.IC, s.OC, s.K, s.codebook, int(b), d)
                 for s in todo for d in dtypes for b in args.buckets.split(",")]
@@ -110,8 +109,6 @@ def refine_only(args, todo, dtypes, t0) -> None:
         for r in step_rows:
             vs = "  ".join(f"{k} {v:7.2f}" for k, v in sorted(r.variant_us.items()))
             print(f"{r.key:<44} base {r.base_us:7.2f}  {vs}  -> {r.chosen or 'kept'}")
-            if r.chosen:                  # its kernel changed: the blocks per SM it was timed at
-                table.entries[r.key] = stamped(r.key, table.entries[r.key], torch.device("cuda"))
         print(f"{step}: {sum(bool(r.chosen) for r in step_rows)} of {len(step_rows)} entries changed")
         rows += step_rows
     table.save(args.out)

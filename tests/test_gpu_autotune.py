@@ -171,6 +171,7 @@ def test_refine_split_clusters_adopts_and_dispatch_runs_it(tmp_path, monkeypatch
     e = table.entries[key]
     assert rows[0].chosen == min(rows[0].variant_us, key=rows[0].variant_us.get)
     assert e.cfg.split_cluster == 1 and rows[0].chosen.endswith(f"_sc_S{e.launch.splits}")
+    assert e.launch.blocks_per_sm >= 1                        # stamped: the occupancy it was timed at
     assert set(e.extra["split_cluster_us"]) == {*rows[0].variant_us, heur.key()} and e.extra["heuristic_us"] == 10.0
     table.save(user_table_path("sm_90"))
     tables().invalidate()

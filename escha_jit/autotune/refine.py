@@ -23,6 +23,7 @@ from ..progress import Progress
 from ..spec import vendor_of
 from .candidates import Candidate
 from .measure import FusedTimer, Problem, candidate_specs, usable
+from .occupancy import stamped
 from .table import Entry, TuningTable, entry_key
 
 log = logging.getLogger(__name__)
@@ -46,8 +47,9 @@ def refine(table: TuningTable, problems: Sequence[Problem], step: str, variants_
     """Try ``variants_of`` each problem's entry in ``table`` (NVIDIA only; problems without an entry
     or without variants are skipped) and replace an entry where its fastest variant takes less than
     (1 - ``margin``) of its time. The replaced entry keeps its extras, gains ``<step>_us`` (every
-    time measured here) and a time scaled by the gain measured here (its other figures come from
-    the tuning run, whose clock this run may not share). Rows for every problem tried."""
+    time measured here), a time scaled by the gain measured here (its other figures come from
+    the tuning run, whose clock this run may not share) and the blocks per SM of its kernel on the
+    device (occupancy.stamped). Rows for every problem tried."""
     dev = device or torch.device("cuda")
     arch = arch_of(dev)
     if vendor_of(arch) != "nvidia":
@@ -79,7 +81,9 @@ def refine(table: TuningTable, problems: Sequence[Problem], step: str, variants_
         if best is not None and us[best] < (1 - margin) * us[base]:
             e = table.entries[key]
             extra = {**e.extra, f"{step}_us": {c.key(): round(us[c], 3) for c in times}}
-            table.entries[key] = Entry(best.cfg, best.launch, e.us * us[best] / us[base] if e.us else us[best], extra)
+            # pinned at the blocks per SM it was timed at: its kernel changed (autotune/occupancy.py)
+            table.entries[key] = stamped(key, Entry(best.cfg, best.launch, e.us * us[best] / us[base] if e.us
+                                                    else us[best], extra), dev)
             chosen = best.key()
             log.info("tune %s: %s %s, %.2f us against %.2f us", p, step, chosen, us[best], us[base])
         rows.append(RefineRow(key, step, us[base], {c.key(): us[c] for c in ok}, chosen))
