@@ -19,22 +19,14 @@ cd "$(dirname "$0")/../.."
 OUT=${OUT:-.out}; mkdir -p "$OUT"
 TAG=${TAG:-s47}
 case "${1:-}" in
-  decode)
-    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-    export ESCHA_JIT_CACHE_DIR=/tmp/ecd PYTHONPATH=$PWD
-    python3 scripts/ab_prebuild.py . > "$OUT/prebuild_decode_${TAG}.log" 2>&1; tail -1 "$OUT/prebuild_decode_${TAG}.log"
-    for r in ${RUNS:-1 2}; do
-      timeout ${T:-200} python3 benchmarks/bench_linear.py --prefill-ms= --out "$OUT/bench_decode_${TAG}_r$r.json" \
-        > "$OUT/bench_decode_${TAG}_r$r.log" 2>&1; tail -3 "$OUT/bench_decode_${TAG}_r$r.log"
-    done ;;
+  decode)   # the standing figure as session 46 took it (its plan's decode step, this TAG and OUT)
+    TAG=$TAG OUT=$OUT bash docs/experiments/s46-gpu-plan.sh decode ;;
   scab)
     nvidia-smi --query-gpu=name --format=csv,noheader
     AB_CACHE_DIR=/tmp/abc ROUNDS=${ROUNDS:-4} BENCH_ARGS="--shapes 4096x14336" PREBUILD_ARGS="--shapes 4096x14336" \
       OUT=$OUT/ab_sc_${TAG} timeout ${T:-300} bash scripts/ab_trees.sh ab/U ab/S | tail -8 ;;
-  suite)
-    export ESCHA_JIT_CACHE_DIR=/tmp/ec
-    timeout ${T:-540} python3 -m pytest -q -n 8 tests/test_gpu_*.py tests/test_amd_on_nvidia.py tests/test_nn_cli.py \
-      tests/test_nvrtc.py > "$OUT/pytest_gpu_${TAG}.log" 2>&1; tail -3 "$OUT/pytest_gpu_${TAG}.log" ;;
+  suite)    # the whole GPU suite as session 45 ran it (its plan's suite step)
+    TAG=$TAG OUT=$OUT bash docs/experiments/s45-gpu-plan.sh suite ;;
   refine)
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
     export ESCHA_JIT_CACHE_DIR=/tmp/ecr PYTHONPATH=$PWD
