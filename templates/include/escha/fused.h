@@ -329,8 +329,10 @@ struct FusedLinear {
         }
 #endif
 #if ESCHA_CLUSTER_EXCHANGE
-        // SC: split 0's receive barrier expects the other splits' partial rows
-        const u32 sc_bar = smem_addr(smem + p.off_exp + EX_BYTES);
+        // SC: split 0's receive region (after the exchange region): its mbarrier, which expects the
+        // other splits' partial rows, then those rows, [S - 1][M][COLS] fp32 (kernels/fused.py smem_layout)
+        unsigned char* const sc_region = smem + p.off_exp + EX_BYTES;
+        const u32 sc_bar = smem_addr(sc_region);
         if (SC && split == 0 && threadIdx.x == 0) {
             mbar_init(sc_bar, 1);
             mbar_arrive_expect_tx(sc_bar, (u32)((split_count() - 1) * p.M * COLS * 4));
@@ -653,10 +655,9 @@ struct FusedLinear {
 #if ESCHA_CLUSTER_EXCHANGE
             if (SC && S > 1) {                              // (one pass: MT == 1)
                 cluster_wait();                             // split 0's receive barrier is initialised
-                const u32 recv = sc_bar + 16u;              // [S - 1][M][COLS] fp32
                 if (split != 0) {                           // partial rows -> split 0 (st.async), then done
                     const u32 bar0 = cluster_map(sc_bar, 0);
-                    const u32 dst0 = cluster_map(recv + (u32)((split - 1) * p.M * COLS * 4), 0);
+                    const u32 dst0 = cluster_map(sc_bar + 16u + (u32)((split - 1) * p.M * COLS * 4), 0);
                     for (int t = threadIdx.x; t < p.M * COLS / 4; t += blockDim.x) {
                         const int r = t / (COLS / 4), c = 4 * (t % (COLS / 4));
                         st_async_f32x4(dst0 + (u32)((r * COLS + c) * 4),
@@ -675,7 +676,7 @@ struct FusedLinear {
                     sum.x += own.x; sum.y += own.y; sum.z += own.z; sum.w += own.w;
                     for (int s2 = 1; s2 < S; ++s2) {
                         const f32x4 v = *reinterpret_cast<const f32x4*>(
-                            smem + p.off_exp + EX_BYTES + 16 + (((s2 - 1) * p.M + r) * COLS + c) * 4);
+                            sc_region + 16 + (((s2 - 1) * p.M + r) * COLS + c) * 4);
                         sum.x += v.x; sum.y += v.y; sum.z += v.z; sum.w += v.w;
                     }
                     *reinterpret_cast<f32x4*>(st + r * RED_LD + c) = sum;
