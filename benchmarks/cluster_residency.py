@@ -5,6 +5,7 @@ A launch whose blocks do not all fit at once runs in more than one round. Prints
 
     python benchmarks/cluster_residency.py --shapes 4096x4096,4096x14336 --ms 1,4 --out residency.json
     python benchmarks/cluster_residency.py --shapes 4096x4096 --set min_blocks=3   # twins with other fields too
+    python benchmarks/cluster_residency.py --untuned --shapes 5120x5120,8192x8192   # the untuned choice's launches
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import dataclasses
 import json
 import os
 import sys
+from types import SimpleNamespace
 
 import torch
 
@@ -43,6 +45,11 @@ def main(argv=None):
     ap.add_argument("--splits", default="2,4,8", help="split counts of the split-cluster twins (and the entry's own)")
     ap.add_argument("--set", default="", help="comma-separated FusedConfig fields the twins take besides "
                     "split_cluster=1, e.g. min_blocks=3")
+    ap.add_argument("--untuned", action="store_true",
+                    help="the untuned choice's launch (kernels/fused.py default_config_for) of every shape x --ks x "
+                         "--codebooks x M instead of the shipped table's entries: shapes outside the table")
+    ap.add_argument("--ks", default="2,4", help="--untuned: bit rates")
+    ap.add_argument("--codebooks", default="mcg,mul1", help="--untuned: codebooks")
     ap.add_argument("--out", default="cluster_residency.json")
     args = ap.parse_args(argv)
     dev = torch.device("cuda")
@@ -52,16 +59,27 @@ def main(argv=None):
     over = {f: int(v) for f, v in (kv.split("=") for kv in args.set.split(",") if kv)}
     rows = []
     print(f"{'entry':<40} {'tuned: blocks/resident (per SM)':>32}   split clusters S: blocks/resident (per SM)")
-    for key, e in sorted(table.entries.items()):
-        k = parse_key(key)
+    if args.untuned:            # (key, problem, config, launch): the configuration plan_for picks untuned
+        problems = []
+        for (IC, OC) in sorted(shapes):
+            for K in (float(v) for v in args.ks.split(",")):
+                for cb in args.codebooks.split(","):
+                    for M in sorted(ms):
+                        for dt in args.dtypes.split(","):
+                            k = SimpleNamespace(K=K, codebook=cb, IC=IC, OC=OC, M=M, dtype=dt)
+                            plan = F.plan_for(dev, K, cb, IC, OC, dt, dt, M)
+                            problems.append((f"untuned|K{K:g}|{cb}|{IC}x{OC}|{dt}|M{M}", k, plan.cfg, plan.launch))
+    else:
+        problems = [(key, parse_key(key), e.cfg, e.launch) for key, e in sorted(table.entries.items())]
+    for key, k, cfg, launch in problems:
         if (k.IC, k.OC) not in shapes or k.M not in ms or k.dtype not in args.dtypes.split(","):
             continue
-        if e.cfg.cluster > 1 or e.cfg.m_tiles > 1:
+        if cfg.cluster > 1 or cfg.m_tiles > 1:
             continue
-        tuned = residency(dev, k, e.cfg, e.launch)
-        sc = dataclasses.replace(e.cfg, split_cluster=1, **over)
+        tuned = residency(dev, k, cfg, launch)
+        sc = dataclasses.replace(cfg, split_cluster=1, **over)
         twins = {}
-        for S in sorted({e.launch.splits, *(int(s) for s in args.splits.split(","))}):
+        for S in sorted({launch.splits, *(int(s) for s in args.splits.split(","))}):
             if 2 <= S <= 8 and k.IC % (128 * S) == 0:
                 try:
                     twins[S] = residency(dev, k, sc, FusedLaunch(S))

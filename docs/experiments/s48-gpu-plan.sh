@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Session 48's device runs.
+#   decode  the standing figure (144 decode cells, bench_linear.py) of this checkout (session 46's plan step)
+#   suite   the whole GPU suite of this checkout (session 45's plan step)
+#   scheur  split clusters for UNTUNED shapes: on shapes outside the shipped table (bench_heuristic.py's
+#           held-out set) at M = 1 / 4, where the untuned choice runs 2..8 splits, the heuristic's own
+#           (config, launch) against its split-cluster twin (bench_variants.py: for an untuned shape the
+#           dispatched configuration is the heuristic's), f16, K 2 / 4, mcg / mul1, 2 rounds
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-.out}; mkdir -p "$OUT"
+TAG=${TAG:-s48}
+case "${1:-}" in
+  decode) TAG=$TAG OUT=$OUT bash docs/experiments/s46-gpu-plan.sh decode ;;
+  suite)  TAG=$TAG OUT=$OUT bash docs/experiments/s45-gpu-plan.sh suite ;;
+  scheur)
+    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+    export ESCHA_JIT_CACHE_DIR=/tmp/ech PYTHONPATH=$PWD
+    P=""; for s in 3584x3584 3584x18944 5120x5120 5120x13824 13824x5120 8192x8192 4096x6144; do
+      for K in 2 4; do for cb in mcg mul1; do for M in 1 4; do P="$P,$s:$K:$cb:$M"; done; done; done; done
+    timeout ${T:-400} python3 benchmarks/bench_variants.py --problems "${P#,}" --dtypes f16 --rounds ${ROUNDS:-2} \
+      --variants "split_cluster=1" --out "$OUT/scheur_${TAG}.json" > "$OUT/scheur_${TAG}.log" 2>&1
+    tail -4 "$OUT/scheur_${TAG}.log" ;;
+  *) echo "usage: $0 decode|suite|scheur"; exit 2 ;;
+esac
