@@ -102,6 +102,37 @@ def test_x_ring_candidates_only_where_measured():
     assert len({c.key() for c in cands}) == len(cands) and any("_xr3" in c.key() for c in rings)
 
 
+def test_untuned_split_cluster_twins_are_shipped_where_they_may_run():
+    """The untuned choice at M <= 8 may run the split-cluster twin of its routed (swapped)
+    configuration (kernels.fused.split_cluster_twin; ops/fused.py untuned_split_cluster asks the
+    driver whether every cluster is resident): one m tile, 2..8 splits, no column-group clusters or
+    ring, not above the swapped route's M. Every such twin is shipped for sm_90 at every rate,
+    codebook and activation dtype (CI compiles them), none for sm_80 / sm_89 / gfx1201."""
+    import dataclasses
+    from escha_jit.kernels import fused
+    from escha_jit.kernels.registry import all_rate_codebooks, shipped_specs
+    base = FusedConfig(warps=8, m_tiles=1, rows_per_stage=16, stages=2, min_blocks=2, swap=1)
+    twin = dataclasses.replace(base, split_cluster=1)
+    assert fused.split_cluster_twin(base, 1, 7) == twin and fused.split_cluster_twin(base, 8, 2) == twin
+    assert fused.split_cluster_twin(base, 4) == twin                         # any split count: what is shipped
+    for M, S in ((9, 4), (1, 1), (1, 9), (1, 16)):
+        assert fused.split_cluster_twin(base, M, S) is None, (M, S)
+    for other in (dict(cluster=2, swap=0), dict(m_tiles=2, swap=0), dict(x_ring=3, m_tiles=2, xh=1, swap=0),
+                  dict(split_cluster=1)):
+        assert fused.split_cluster_twin(dataclasses.replace(base, **other), 1, 4) is None, other
+    for M in (1, 4, 8):
+        configs = fused.default_configs(M, "nvidia", "mul1", 3.0)
+        plain = [c for c in configs if not c.split_cluster]
+        assert [c for c in configs if c.split_cluster] == \
+            [dataclasses.replace(fused.swap_route(c, "nvidia", "mul1", M), split_cluster=1) for c in plain]
+    assert not any(c.split_cluster for M in (9, 16, 32) for c in fused.default_configs(M, "nvidia"))
+    assert not any(c.split_cluster for c in fused.default_configs(1, "amd"))
+    sc = {(s.K, s.codebook, s.in_dtype) for s, _ in shipped_specs("sm_90") if s.op == "fused" and s.params.get("split_cluster")}
+    assert sc == {(K, cb, dt) for K, cb in all_rate_codebooks() for dt in ("f16", "bf16")}
+    for arch in ("sm_80", "sm_89", "gfx1201"):
+        assert not any(s.op == "fused" and s.params.get("split_cluster") for s, _ in shipped_specs(arch)), arch
+
+
 def test_split_cluster_variants_where_the_kernel_allows():
     """tune()'s split-cluster step tries a winner's own split count (2..8) and 2 / 4 / 8 where they
     tile IC and fit shared memory, each a valid spec with the cluster's receive buffer counted; none
@@ -513,9 +544,10 @@ def test_no_clusters_before_sm_90():
         [False, False, True, True, True, False]
     assert not any(s.op == "fused" and s.params.get("cluster", 1) > 1 for s, _ in shipped_specs("sm_80"))
     assert any(s.op == "fused" and s.params.get("cluster", 1) > 1 for s, _ in shipped_specs("sm_90"))
-    # the A operand ring (bulk copies on mbarriers) likewise
-    assert not any(s.op == "fused" and s.params.get("x_ring", 0) for s, _ in shipped_specs("sm_80"))
-    assert any(s.op == "fused" and s.params.get("x_ring", 0) for s, _ in shipped_specs("sm_90"))
+    # the A operand ring (bulk copies on mbarriers) and split clusters likewise
+    for field in ("x_ring", "split_cluster"):
+        assert not any(s.op == "fused" and s.params.get(field, 0) for s, _ in shipped_specs("sm_80")), field
+        assert any(s.op == "fused" and s.params.get(field, 0) for s, _ in shipped_specs("sm_90")), field
     cands = fused_candidates("sm_80", 2.0, 4096, 4096, 16, 108, warps=(16,), rows=(16,), stages=(2,),
                              min_blocks=(1,), xh=(0,), cluster=(1, 2, 4))
     assert cands and {c.cfg.cluster for c in cands} == {1}

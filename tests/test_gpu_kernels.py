@@ -698,6 +698,39 @@ def test_untuned_m16_takes_the_clusters_that_fit(IC, OC, cl, S):
     assert torch.equal(y, y_one)
 
 
+@pytest.mark.parametrize("IC,OC,M,cb,sc_on_132", [(3584, 3584, 1, "mcg", True), (5120, 5120, 4, "mul1", True),
+                                                  (8192, 8192, 1, "mcg", False)])
+def test_untuned_small_m_takes_split_clusters_where_all_are_resident(IC, OC, M, cb, sc_on_132, monkeypatch):
+    """An untuned call at M <= 8 on sm_90 runs the split-cluster twin of its configuration where the
+    driver holds every cluster of the launch at once (ops/fused.py untuned_split_cluster), with the
+    workspace route's bits. On the H100 / H200 (132 SMs; session 48): 3584x3584's 28 clusters of 7
+    blocks and 5120x5120's 40 of 5 are all resident, 8192x8192's 64 of 4 are not (62)."""
+    from escha_jit.kernels import fused as KF
+    dev = torch.device(DEV)
+    arch = F.arch_of(dev)
+    if torch.version.hip is not None or not KF.has_clusters(arch):
+        pytest.skip("thread block clusters are NVIDIA sm_90's")
+    w = _layer(IC, OC, 2.0, cb, 59, bias=True)
+    x = torch.randn(M, IC, device=DEV).half()
+    monkeypatch.setattr(F, "_PLANS", {})
+    y = F.fused_linear(x, w)
+    (plan,) = F._PLANS.values()
+    S = plan.launch.splits
+    base = dataclasses.replace(plan.cfg, split_cluster=0)
+    twin = KF.split_cluster_twin(base, M, S)
+    assert plan.source == "heuristic" and twin is not None, (plan.cfg, S)
+    spec = KF.spec_for(arch, 2.0, cb, "f16", "f16", twin)
+    resident = F.kernel_for(spec, dev, KF.ARGS, KF.render_extra(spec)).max_active_clusters(
+        (32 * twin.warps,), KF.smem_layout(twin, 2.0, M, IC // S, splits=S).total, S)
+    assert plan.cfg.split_cluster == int(OC // KF.COLS <= resident), (plan.cfg, S, resident)
+    if F.sm_count(dev) == 132:
+        assert plan.cfg.split_cluster == int(sc_on_132), (plan.cfg, S, resident)
+    y0 = F.fused_linear(x, w, cfg=base, launch=plan.launch)
+    assert torch.equal(y, y0)
+    ref = x.double().cpu() @ R.dense_weight(w.to("cpu")) + w.bias.double().cpu()
+    assert rel_rms(y, ref) < TOL[torch.float16], rel_rms(y, ref)
+
+
 def test_fused_cluster_bad_config():
     w = _layer(512, 384, 2.0, "mcg", 48)
     x = torch.randn(16, 512, device=DEV).half()

@@ -6,6 +6,9 @@
 #           held-out set) at M = 1 / 4, where the untuned choice runs 2..8 splits, the heuristic's own
 #           (config, launch) against its split-cluster twin (bench_variants.py: for an untuned shape the
 #           dispatched configuration is the heuristic's), f16, K 2 / 4, mcg / mul1, 2 rounds
+#   scnew   after the untuned choice takes split clusters where the driver holds them all at once
+#           (ops/fused.py untuned_split_cluster): its GPU tests, then the same problems against the
+#           choice without them (variant split_cluster=0: the ratio is the old untuned time over the new)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-.out}; mkdir -p "$OUT"
@@ -21,5 +24,15 @@ case "${1:-}" in
     timeout ${T:-400} python3 benchmarks/bench_variants.py --problems "${P#,}" --dtypes f16 --rounds ${ROUNDS:-2} \
       --variants "split_cluster=1" --out "$OUT/scheur_${TAG}.json" > "$OUT/scheur_${TAG}.log" 2>&1
     tail -4 "$OUT/scheur_${TAG}.log" ;;
-  *) echo "usage: $0 decode|suite|scheur"; exit 2 ;;
+  scnew)
+    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+    export ESCHA_JIT_CACHE_DIR=/tmp/ech PYTHONPATH=$PWD
+    timeout 200 python3 -m pytest -q tests/test_gpu_kernels.py -k "untuned_small_m_takes_split or split_cluster_same_bits" \
+      > "$OUT/pytest_scnew_${TAG}.log" 2>&1; tail -1 "$OUT/pytest_scnew_${TAG}.log"
+    P=""; for s in 3584x3584 3584x18944 5120x5120 5120x13824 13824x5120 8192x8192 4096x6144; do
+      for K in 2 4; do for cb in mcg mul1; do for M in 1 4; do P="$P,$s:$K:$cb:$M"; done; done; done; done
+    timeout ${T:-300} python3 benchmarks/bench_variants.py --problems "${P#,}" --dtypes f16 --rounds ${ROUNDS:-2} \
+      --variants "split_cluster=0" --out "$OUT/scnew_${TAG}.json" > "$OUT/scnew_${TAG}.log" 2>&1
+    tail -3 "$OUT/scnew_${TAG}.log" ;;
+  *) echo "usage: $0 decode|suite|scheur|scnew"; exit 2 ;;
 esac

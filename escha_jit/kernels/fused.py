@@ -371,7 +371,34 @@ def default_configs(M: int, vendor: str = "nvidia", codebook: Optional[str] = No
         ring = _RING.get(_m_tiles(M))
         return [default_config(M, vendor)] + ([ring] if ring is not None and _default_allowed(ring, codebook, K) else [])
     table = _SMALL_M if M <= 8 else _MID_M
-    return [c for c in table.values() if codebook is None or _default_allowed(c, codebook, K)] + [default_config(M, vendor)]
+    out = [c for c in table.values() if codebook is None or _default_allowed(c, codebook, K)] + [default_config(M, vendor)]
+    if M <= SWAP_MAX_M:                      # their routed split-cluster twins (sm_90: registry.fused_fits)
+        out += [twin for c in out if (twin := split_cluster_twin(swap_route(c, vendor, codebook or "mcg", M), M)) is not None]
+    return out
+
+
+# Split clusters for the untuned choice (FusedConfig.split_cluster: the S split blocks of a column
+# group as one cluster that sums the partials in split 0's shared memory, NVIDIA sm_90). Where the
+# driver holds every cluster of the launch at once (ops/fused.py untuned_split_cluster asks it) they
+# shorten the split-K tail; where it does not, clusters packing whole into a GPC hold fewer blocks
+# than single blocks and the last ones run a second round. H100, session 48 (benchmarks/RESULTS.md:
+# bench_variants.py of the untuned choice against its twin, 7 shapes outside the tuned table, M = 1 / 4,
+# K 2 / 4, mcg / mul1, f16; the driver's counts from cluster_residency.py --untuned): all resident
+# 0.78-0.83x the time (3584x3584, 196 blocks of 224), 0.86-0.89x (5120x5120, 200 of 235), 0.93x
+# (5120x13824 M = 4, 432 of 496; the tuned 4096x14336 entries alike, sessions 46-47); not all 1.28-1.50x
+# (13824x5120 240 of 234, 8192x8192 256 of 248), 0.98-1.11x where single blocks take several rounds too
+# (4096x6144, 5120x13824 M = 1, 3584x18944 M = 4); one win is left out (3584x18944 M = 1: 0.93x, 592 of
+# 496). Measured at M = 1 and 4, the swapped route; taken up to its M (SWAP_MAX_M), where the driver's
+# count of the twin (its larger shared memory included) decides as above.
+def split_cluster_twin(cfg: FusedConfig, M: int, splits: Optional[int] = None) -> Optional[FusedConfig]:
+    """The split-cluster twin of the routed untuned configuration ``cfg`` for M rows at ``splits``
+    (None: any of 2..8) where the untuned choice may take it: M <= SWAP_MAX_M, one m tile, no
+    column-group clusters or A ring, 2..8 splits (one cluster of S blocks); else None. Whether the
+    arch has clusters is the caller's (:func:`has_clusters`, registry.fused_fits)."""
+    if (M > SWAP_MAX_M or cfg.m_tiles != 1 or cfg.cluster != 1 or cfg.x_ring or cfg.split_cluster or cfg.dot
+            or (splits is not None and not 2 <= splits <= 8)):
+        return None
+    return dataclasses.replace(cfg, split_cluster=1)
 
 
 # 16 waves fed by the prep kernel spill 8-32 bytes on mul1 at these rates under NVRTC 13.5 (its x

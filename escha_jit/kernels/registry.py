@@ -42,7 +42,7 @@ def with_swap(cfg, arch: str, codebook: str) -> list:
     """``cfg`` and, where calls of it may take the swapped fp16 route (fused.swap_route), its
     swapped twin: both are dispatched, so both are shipped."""
     out = [cfg]
-    if fused.swap_allowed(cfg, vendor_of(arch), codebook):
+    if not cfg.swap and fused.swap_allowed(cfg, vendor_of(arch), codebook):
         out.append(dataclasses.replace(cfg, swap=1))
     return out
 
@@ -90,10 +90,10 @@ def fused_fits(arch: str, cfg, K: float, i8: bool = False, M: Optional[int] = No
     """Whether ``cfg`` at rate K can launch on ``arch`` for M rows (default: the smallest M routed to
     it, default_config) at the smallest input range a block takes (kr = 128): the shared-memory
     formula of kernels/fused.smem_layout against one block's limit on the arch (kernels.limits:
-    227 KiB on sm_90, 99 KiB on sm_86 / sm_89 / sm_120, 64 KiB of LDS on gfx12); clusters and the A
-    operand ring from sm_90 on; gfx12 up to AMD_FUSED_MAX_M_TILES m tiles."""
+    227 KiB on sm_90, 99 KiB on sm_86 / sm_89 / sm_120, 64 KiB of LDS on gfx12); clusters (of column
+    groups or of splits) and the A operand ring from sm_90 on; gfx12 up to AMD_FUSED_MAX_M_TILES m tiles."""
     vendor = vendor_of(arch)
-    if (cfg.cluster > 1 or cfg.x_ring) and not fused.has_clusters(arch):
+    if (cfg.cluster > 1 or cfg.x_ring or cfg.split_cluster) and not fused.has_clusters(arch):
         return False
     if vendor == "amd" and cfg.m_tiles > AMD_FUSED_MAX_M_TILES:
         return False
