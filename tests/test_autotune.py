@@ -104,22 +104,24 @@ def test_x_ring_candidates_only_where_measured():
 
 def test_untuned_split_cluster_twins_are_shipped_where_they_may_run():
     """The untuned choice at M <= 8 may run the split-cluster twin of its routed (swapped)
-    configuration (kernels.fused.split_cluster_twin; ops/fused.py untuned_split_cluster asks the
-    driver whether every cluster is resident): one m tile, 2..8 splits, no column-group clusters or
-    ring, not above the swapped route's M. Every such twin is shipped for sm_90 at every rate,
-    codebook and activation dtype (CI compiles them), none for sm_80 / sm_89 / gfx1201."""
+    configuration (kernels.fused.split_cluster_twin): one m tile, no column-group clusters or ring,
+    not above the swapped route's M, at split counts of 2..8 that tile IC and fit shared memory.
+    Every such twin is shipped for sm_90 at every rate, codebook and activation dtype (CI compiles
+    them), none for sm_80 / sm_89 / gfx1201."""
     import dataclasses
     from escha_jit.kernels import fused
     from escha_jit.kernels.registry import all_rate_codebooks, shipped_specs
     base = FusedConfig(warps=8, m_tiles=1, rows_per_stage=16, stages=2, min_blocks=2, swap=1)
     twin = dataclasses.replace(base, split_cluster=1)
-    assert fused.split_cluster_twin(base, 1, 7) == twin and fused.split_cluster_twin(base, 8, 2) == twin
-    assert fused.split_cluster_twin(base, 4) == twin                         # any split count: what is shipped
-    for M, S in ((9, 4), (1, 1), (1, 9), (1, 16)):
-        assert fused.split_cluster_twin(base, M, S) is None, (M, S)
+    assert fused.split_cluster_twin(base, 1) == twin and fused.split_cluster_twin(base, 8) == twin
+    assert fused.split_cluster_twin(base, 9) is None
     for other in (dict(cluster=2, swap=0), dict(m_tiles=2, swap=0), dict(x_ring=3, m_tiles=2, xh=1, swap=0),
                   dict(split_cluster=1)):
-        assert fused.split_cluster_twin(dataclasses.replace(base, **other), 1, 4) is None, other
+        assert fused.split_cluster_twin(dataclasses.replace(base, **other), 1) is None, other
+    # 3584 = 28 x 128: 2 and 7 splits tile 16-row stages (4 does not: 896 features); 1024: 2, 4 (8 = 128 < 256)
+    assert fused.split_cluster_counts(twin, 2.0, 3584, 1, "sm_90") == [2, 7]
+    assert fused.split_cluster_counts(twin, 2.0, 4096, 1, "sm_90") == [2, 4, 8]
+    assert fused.split_cluster_counts(twin, 2.0, 1024, 1, "sm_90") == [2, 4]
     for M in (1, 4, 8):
         configs = fused.default_configs(M, "nvidia", "mul1", 3.0)
         plain = [c for c in configs if not c.split_cluster]
@@ -131,6 +133,31 @@ def test_untuned_split_cluster_twins_are_shipped_where_they_may_run():
     assert sc == {(K, cb, dt) for K, cb in all_rate_codebooks() for dt in ("f16", "bf16")}
     for arch in ("sm_80", "sm_89", "gfx1201"):
         assert not any(s.op == "fused" and s.params.get("split_cluster") for s, _ in shipped_specs(arch)), arch
+
+
+@pytest.mark.parametrize("IC,OC,M,resident,want", [
+    # the H100's counts of resident clusters (cluster_residency.py --untuned, session 48) and what
+    # bench_variants measured there: all resident at the untuned count -> that count (0.78-0.89x)
+    (3584, 3584, 1, {2: 124, 7: 32}, 7),
+    (5120, 5120, 4, {2: 124, 4: 62, 5: 47}, 5),
+    # 8 splits: 384 blocks, 30 clusters resident; 4: 48 groups of 62 -> 4 (0.79-0.92x the untuned time)
+    (4096, 6144, 1, {2: 124, 4: 62, 8: 30}, 4),
+    # not all resident at the untuned count, and 2 splits of 128 blocks rated slower (1.40-1.59x): none
+    (8192, 8192, 1, {2: 124, 4: 62, 8: 30}, None),
+    (13824, 5120, 1, {2: 124, 6: 39}, None),
+])
+def test_untuned_split_cluster_count_from_the_drivers_residency(IC, OC, M, resident, want):
+    """kernels.fused.split_cluster_splits: of the split counts whose clusters the driver holds all at
+    once, the one the SM-balance model rates fastest at SPLIT_CLUSTER_GAIN of its time, where that
+    beats the untuned count without clusters (benchmarks/RESULTS.md session 48)."""
+    from escha_jit.kernels import fused
+    cfg = fused.swap_route(fused.default_config_for(2.0, "mcg", IC, OC, M, 132, "sm_90"), "nvidia", "mcg", M)
+    launch = fused.default_launch(cfg, 2.0, IC, OC, M, 132)
+    counts = fused.split_cluster_counts(fused.split_cluster_twin(cfg, M), 2.0, IC, M, "sm_90")
+    assert set(resident) <= set(counts), (counts, resident)
+    assert fused.split_cluster_splits(cfg, 2.0, IC, OC, M, 132, launch.splits, resident) == want
+    # no cluster resident anywhere: never
+    assert fused.split_cluster_splits(cfg, 2.0, IC, OC, M, 132, launch.splits, {S: 0 for S in resident}) is None
 
 
 def test_split_cluster_variants_where_the_kernel_allows():

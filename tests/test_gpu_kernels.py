@@ -698,13 +698,14 @@ def test_untuned_m16_takes_the_clusters_that_fit(IC, OC, cl, S):
     assert torch.equal(y, y_one)
 
 
-@pytest.mark.parametrize("IC,OC,M,cb,sc_on_132", [(3584, 3584, 1, "mcg", True), (5120, 5120, 4, "mul1", True),
-                                                  (8192, 8192, 1, "mcg", False)])
+@pytest.mark.parametrize("IC,OC,M,cb,sc_on_132", [(3584, 3584, 1, "mcg", 7), (5120, 5120, 4, "mul1", 5),
+                                                  (4096, 6144, 1, "mcg", 4), (8192, 8192, 1, "mcg", None)])
 def test_untuned_small_m_takes_split_clusters_where_all_are_resident(IC, OC, M, cb, sc_on_132, monkeypatch):
-    """An untuned call at M <= 8 on sm_90 runs the split-cluster twin of its configuration where the
-    driver holds every cluster of the launch at once (ops/fused.py untuned_split_cluster), with the
-    workspace route's bits. On the H100 / H200 (132 SMs; session 48): 3584x3584's 28 clusters of 7
-    blocks and 5120x5120's 40 of 5 are all resident, 8192x8192's 64 of 4 are not (62)."""
+    """An untuned call at M <= 8 on sm_90 runs the split-cluster twin of its configuration at the split
+    count kernels.fused.split_cluster_splits picks from the driver's counts of resident clusters
+    (ops/fused.py untuned_split_cluster), with the workspace route's bits at that count. On the H100 /
+    H200 (132 SMs; session 48): 3584x3584 at its own 7 splits, 5120x5120 at its own 5, 4096x6144 at 4
+    instead of 8, 8192x8192 none (64 clusters of 4 do not all fit, 2 splits are too few blocks)."""
     from escha_jit.kernels import fused as KF
     dev = torch.device(DEV)
     arch = F.arch_of(dev)
@@ -715,17 +716,20 @@ def test_untuned_small_m_takes_split_clusters_where_all_are_resident(IC, OC, M, 
     monkeypatch.setattr(F, "_PLANS", {})
     y = F.fused_linear(x, w)
     (plan,) = F._PLANS.values()
-    S = plan.launch.splits
     base = dataclasses.replace(plan.cfg, split_cluster=0)
-    twin = KF.split_cluster_twin(base, M, S)
-    assert plan.source == "heuristic" and twin is not None, (plan.cfg, S)
+    untuned = KF.default_launch(base, 2.0, IC, OC, M, F.sm_count(dev))
+    twin = KF.split_cluster_twin(base, M)
+    assert plan.source == "heuristic" and twin is not None, plan.cfg
     spec = KF.spec_for(arch, 2.0, cb, "f16", "f16", twin)
-    resident = F.kernel_for(spec, dev, KF.ARGS, KF.render_extra(spec)).max_active_clusters(
-        (32 * twin.warps,), KF.smem_layout(twin, 2.0, M, IC // S, splits=S).total, S)
-    assert plan.cfg.split_cluster == int(OC // KF.COLS <= resident), (plan.cfg, S, resident)
+    k = F.kernel_for(spec, dev, KF.ARGS, KF.render_extra(spec))
+    resident = {S: k.max_active_clusters((32 * twin.warps,), KF.smem_layout(twin, 2.0, M, IC // S, splits=S).total, S)
+                for S in KF.split_cluster_counts(twin, 2.0, IC, M, arch)}
+    want = KF.split_cluster_splits(base, 2.0, IC, OC, M, F.sm_count(dev), untuned.splits, resident)
+    got = plan.launch.splits if plan.cfg.split_cluster else None
+    assert got == want and (want is not None or plan.launch == untuned), (plan.cfg, plan.launch, resident)
     if F.sm_count(dev) == 132:
-        assert plan.cfg.split_cluster == int(sc_on_132), (plan.cfg, S, resident)
-    y0 = F.fused_linear(x, w, cfg=base, launch=plan.launch)
+        assert got == sc_on_132, (plan.cfg, plan.launch, resident)
+    y0 = F.fused_linear(x, w, cfg=base, launch=F.FusedLaunch(plan.launch.splits))
     assert torch.equal(y, y0)
     ref = x.double().cpu() @ R.dense_weight(w.to("cpu")) + w.bias.double().cpu()
     assert rel_rms(y, ref) < TOL[torch.float16], rel_rms(y, ref)

@@ -382,23 +382,56 @@ def default_configs(M: int, vendor: str = "nvidia", codebook: Optional[str] = No
 # driver holds every cluster of the launch at once (ops/fused.py untuned_split_cluster asks it) they
 # shorten the split-K tail; where it does not, clusters packing whole into a GPC hold fewer blocks
 # than single blocks and the last ones run a second round. H100, session 48 (benchmarks/RESULTS.md:
-# bench_variants.py of the untuned choice against its twin, 7 shapes outside the tuned table, M = 1 / 4,
-# K 2 / 4, mcg / mul1, f16; the driver's counts from cluster_residency.py --untuned): all resident
-# 0.78-0.83x the time (3584x3584, 196 blocks of 224), 0.86-0.89x (5120x5120, 200 of 235), 0.93x
-# (5120x13824 M = 4, 432 of 496; the tuned 4096x14336 entries alike, sessions 46-47); not all 1.28-1.50x
-# (13824x5120 240 of 234, 8192x8192 256 of 248), 0.98-1.11x where single blocks take several rounds too
-# (4096x6144, 5120x13824 M = 1, 3584x18944 M = 4); one win is left out (3584x18944 M = 1: 0.93x, 592 of
-# 496). Measured at M = 1 and 4, the swapped route; taken up to its M (SWAP_MAX_M), where the driver's
-# count of the twin (its larger shared memory included) decides as above.
-def split_cluster_twin(cfg: FusedConfig, M: int, splits: Optional[int] = None) -> Optional[FusedConfig]:
-    """The split-cluster twin of the routed untuned configuration ``cfg`` for M rows at ``splits``
-    (None: any of 2..8) where the untuned choice may take it: M <= SWAP_MAX_M, one m tile, no
-    column-group clusters or A ring, 2..8 splits (one cluster of S blocks); else None. Whether the
-    arch has clusters is the caller's (:func:`has_clusters`, registry.fused_fits)."""
-    if (M > SWAP_MAX_M or cfg.m_tiles != 1 or cfg.cluster != 1 or cfg.x_ring or cfg.split_cluster or cfg.dot
-            or (splits is not None and not 2 <= splits <= 8)):
+# bench_variants.py of the untuned choice against its twins, 7 shapes outside the tuned table, M = 1 / 4,
+# K 2 / 4, mcg / mul1, f16; the driver's counts from cluster_residency.py --untuned): at the untuned
+# split count, all resident 0.78-0.83x the time (3584x3584, 196 blocks of 224), 0.86-0.89x (5120x5120,
+# 200 of 235), 0.93x (5120x13824 M = 4, 432 of 496; the tuned 4096x14336 entries alike, sessions
+# 46-47); not all 1.28-1.50x (13824x5120 240 of 234, 8192x8192 256 of 248), 0.98-1.11x where single
+# blocks take several rounds too (4096x6144, 5120x13824 M = 1, 3584x18944 M = 4). At another split
+# count whose clusters are all resident: 4096x6144 at 4 instead of 8 splits 0.79-0.92x, 5120x13824
+# M = 1 at 4 instead of 8 0.94-0.99x, but fewer blocks lose where the SM-balance model says they
+# should (8192x8192 at 2: 128 blocks, 1.40-1.59x; 3584x18944 M = 1 at 2, 1.19-1.29x). So the untuned
+# call takes the split count whose all-resident twin the model (_modeled_time) rates fastest at
+# SPLIT_CLUSTER_GAIN of its time, where that beats its own split count without clusters: every
+# measured choice above, none of the losses. Measured at M = 1 and 4, the swapped route; taken up to
+# its M (SWAP_MAX_M), where the driver's count of the twin (its larger shared memory included) decides.
+SPLIT_CLUSTER_GAIN = 0.85
+
+
+def split_cluster_twin(cfg: FusedConfig, M: int) -> Optional[FusedConfig]:
+    """The split-cluster twin of the routed untuned configuration ``cfg`` for M rows where the
+    untuned choice may take it: M <= SWAP_MAX_M, one m tile, no column-group clusters or A ring;
+    else None. Whether the arch has clusters is the caller's (:func:`has_clusters`,
+    registry.fused_fits)."""
+    if M > SWAP_MAX_M or cfg.m_tiles != 1 or cfg.cluster != 1 or cfg.x_ring or cfg.split_cluster or cfg.dot:
         return None
     return dataclasses.replace(cfg, split_cluster=1)
+
+
+def split_cluster_counts(twin: FusedConfig, K: float, IC: int, M: int, arch: str) -> list[int]:
+    """The split counts ``twin`` (a split-cluster configuration) can launch M rows of IC features at
+    on ``arch``: one cluster of 2..8 blocks, K ranges that tile (multiples of 128 and of the stage's
+    16 x rows_per_stage features), the receive buffer included in one block's shared memory."""
+    return [S for S in range(2, 9) if IC % S == 0 and (IC // S) % 128 == 0
+            and (IC // S) % (16 * twin.rows_per_stage) == 0
+            and smem_layout(twin, K, M, IC // S, splits=S).total <= block_smem_limit(arch)]
+
+
+def split_cluster_splits(cfg: FusedConfig, K: float, IC: int, OC: int, M: int, sms: int, splits: int,
+                         resident: dict[int, int]) -> Optional[int]:
+    """The split count an untuned call runs the split-cluster twin of ``cfg`` (its routed
+    configuration, untuned at ``splits``) at, or None to keep ``cfg`` at ``splits``. ``resident``:
+    split count -> clusters of the twin the driver holds at once (the caller's query). Of the counts
+    whose clusters are all resident, the one the SM-balance model rates fastest at
+    :data:`SPLIT_CLUSTER_GAIN` of its time, where that beats ``splits`` without clusters."""
+    groups = OC // COLS
+    best_t, best_s = _modeled_time(cfg, K, IC, OC, M, splits, sms), None
+    for S in sorted(resident):
+        if groups <= resident[S]:
+            t = SPLIT_CLUSTER_GAIN * _modeled_time(cfg, K, IC, OC, M, S, sms)
+            if t < best_t:
+                best_t, best_s = t, S
+    return best_s
 
 
 # 16 waves fed by the prep kernel spill 8-32 bytes on mul1 at these rates under NVRTC 13.5 (its x

@@ -12,7 +12,7 @@ import torch
 from ..kernels import prep
 from ..kernels.fused import (ARGS, COLS, I8_MAX_M, MAX_M, ROUTE_MAX_M, SWAP_MAX_M, ClusterSlots, FusedConfig, FusedLaunch,
                              check_act_quant, occupancy_smem, default_config, default_config_for, default_config_i8, default_launch, has_clusters, render_extra, smem_caps, smem_layout, spec_for,
-                             split_cluster_twin, swap_route, x_chunks)
+                             split_cluster_counts, split_cluster_splits, split_cluster_twin, swap_route, x_chunks)
 from ..kernels.registry import check_fused_smem, fused_fits
 from ..spec import nvidia_sm, vendor_of
 from .. import env
@@ -180,7 +180,7 @@ def plan_for(dev: torch.device, K: float, codebook: str, IC: int, OC: int, in_dt
                          f"({OC // COLS} groups of {COLS})")
     launch = launch or default_launch(cfg, K, IC, OC, M, sm_count(dev), arch, i8=i8)
     if source == "heuristic" and not i8 and has_clusters(arch):
-        cfg = untuned_split_cluster(dev, K, codebook, in_dt, out_dt, M, IC, OC, cfg, launch)
+        cfg, launch = untuned_split_cluster(dev, K, codebook, in_dt, out_dt, M, IC, OC, cfg, launch)
     if not _fits(cfg, launch, IC, M):
         raise ValueError(f"launch {launch} does not tile IC={IC}: IC/S must be a multiple of 128 and of "
                          f"16*rows_per_stage={16 * cfg.rows_per_stage}")
@@ -262,29 +262,31 @@ def table_choice(arch: str, K: float, codebook: str, IC: int, in_dt: str, out_dt
 
 
 def untuned_split_cluster(dev: torch.device, K: float, codebook: str, in_dt: str, out_dt: str, M: int, IC: int,
-                          OC: int, cfg: FusedConfig, launch: FusedLaunch) -> FusedConfig:
-    """The untuned call's configuration: the split-cluster twin of ``cfg`` (the routed untuned choice;
-    kernels.fused.split_cluster_twin) where the driver holds every cluster of the launch at once and
-    the twin keeps to registers and shared memory, else ``cfg``. Loads the twin's kernel to ask the
-    driver (a compile the call may not use; shipped, so a prebuilt cache has it)."""
-    twin = split_cluster_twin(cfg, M, launch.splits)
-    if twin is None:
-        return cfg
+                          OC: int, cfg: FusedConfig, launch: FusedLaunch) -> tuple[FusedConfig, FusedLaunch]:
+    """The untuned call's (configuration, launch): the split-cluster twin of ``cfg`` (the routed untuned
+    choice at ``launch``; kernels.fused.split_cluster_twin) at the split count
+    kernels.fused.split_cluster_splits picks from the driver's counts of resident clusters, where its
+    kernel keeps to registers; else ``cfg`` and ``launch``. Loads the twin's kernel to ask the driver
+    (a compile the call may not use; shipped, so a prebuilt cache has it)."""
+    twin = split_cluster_twin(cfg, M)
     arch = arch_of(dev)
-    layout = smem_layout(twin, K, M, IC // launch.splits, splits=launch.splits)
+    counts = split_cluster_counts(twin, K, IC, M, arch) if twin is not None else []
+    if not counts:
+        return cfg, launch
     try:
-        check_fused_smem(arch, twin, layout.total)
         if local_memory_bytes(arch, K, codebook, in_dt, out_dt, twin):
-            return cfg
+            return cfg, launch
         spec = spec_for(arch, K, codebook, in_dt, out_dt, twin)
         k = kernel_for(spec, dev, ARGS, render_extra(spec))
-        resident = k.max_active_clusters((32 * twin.warps,), layout.total, launch.splits)
+        resident = {S: k.max_active_clusters((32 * twin.warps,), smem_layout(twin, K, M, IC // S, splits=S).total, S)
+                    for S in counts}
     except NotWarmedUp:
         raise
-    except (ValueError, RuntimeError) as e:   # too much shared memory, not prebuilt, a driver refusal
+    except RuntimeError as e:              # not prebuilt where compiling is off, a driver refusal
         log.warning("no split clusters for this untuned call: %s is not usable (%s)", twin, e)
-        return cfg
-    return twin if OC // COLS <= resident else cfg
+        return cfg, launch
+    S = split_cluster_splits(cfg, K, IC, OC, M, sm_count(dev), launch.splits, resident)
+    return (cfg, launch) if S is None else (twin, FusedLaunch(S))
 
 
 def cluster_slots(dev: torch.device, K: float, codebook: str, in_dt: str, out_dt: str, M: int,
