@@ -11,7 +11,7 @@
 #           choice without them (variant split_cluster=0: the ratio is the old untuned time over the new),
 #           and split clusters at 2 / 4 splits (would an untuned split count that knows them do better?)
 #   scsplit after the untuned choice also picks the split count of its split clusters
-#           (kernels/fused.py split_cluster_splits): the GPU tests, and the problems whose choice moved
+#           (kernels/fused.py split_cluster_splits): the whole GPU suite, and the problems whose choice moved
 #           (bench_variants prints the dispatched one) against what the untuned choice ran before (832a20d):
 #           4096x6144 and 5120x13824 M = 1 (8 splits, no clusters), 5120x13824 M = 4 (K2: clusters at 4
 #           splits, unchanged; K4: 10 splits)
@@ -43,8 +43,9 @@ case "${1:-}" in
   scsplit)
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
     export ESCHA_JIT_CACHE_DIR=/tmp/ech PYTHONPATH=$PWD
-    timeout 150 python3 -m pytest -q tests/test_gpu_kernels.py -k "untuned_small_m_takes_split or split_cluster_same_bits" \
-      > "$OUT/pytest_scsplit_${TAG}.log" 2>&1; tail -1 "$OUT/pytest_scsplit_${TAG}.log"
+    timeout ${TS:-380} python3 -m pytest -q -n 8 tests/test_gpu_*.py tests/test_amd_on_nvidia.py tests/test_nn_cli.py \
+      tests/test_nvrtc.py > "$OUT/pytest_scsplit_${TAG}.log" 2>&1; tail -1 "$OUT/pytest_scsplit_${TAG}.log"
+    grep -E "FAILED|untuned_small_m" "$OUT/pytest_scsplit_${TAG}.log" | head -12
     P=""; for s in 4096x6144; do for K in 2 4; do for cb in mcg mul1; do for M in 1 4; do P="$P,$s:$K:$cb:$M"; done; done; done; done
     for K in 2 4; do for cb in mcg mul1; do P="$P,5120x13824:$K:$cb:1"; done; done
     timeout ${T:-120} python3 benchmarks/bench_variants.py --problems "${P#,}" --dtypes f16 --rounds ${ROUNDS:-2} \
