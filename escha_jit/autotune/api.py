@@ -13,7 +13,7 @@ import torch
 
 from .. import __version__
 from ..kernels.fused import (MAX_M, ROUTE_MAX_M, ClusterSlots, FusedConfig, default_config_for, default_launch,
-                             swap_route)
+                             has_clusters, swap_route)
 from ..nn import EschaLinear
 from ..offline import compile_all
 from ..ops.common import DTYPE_NAMES, arch_of
@@ -151,7 +151,7 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
     timers, specs = [], {}                             # timers: (problem, candidates, heuristic's)
     for p in problems:
         cands = fused_candidates(arch, p.K, p.IC, p.OC, p.M, sms, **search)
-        heur = heuristic_candidate(p, sms, arch, _cluster_slots(dev, p))
+        heur = _untuned_split_cluster(dev, p, heuristic_candidate(p, sms, arch, _cluster_slots(dev, p)))
         specs.update(dict(candidate_specs(arch, p.K, p.codebook, DTYPE_NAMES[p.dtype], cands + [heur])))
         timers.append((p, cands, heur))
     if route_buckets:                    # the routes' kernels (dense weight, row scaling, coded GEMM), in the same pool
@@ -228,10 +228,24 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
 
 def heuristic_candidate(p, sms: int, arch: str = "sm_90", cluster_slots: Optional[ClusterSlots] = None) -> Candidate:
     """What an untuned call of problem ``p`` runs (the config and launch of ops/fused.py plan_for;
-    ``cluster_slots`` as there, None: no clusters)."""
+    ``cluster_slots`` as there, None: no clusters), but for the split clusters plan_for may take at
+    M <= 8 on sm_90 from the driver's counts (tune() adds them: _untuned_split_cluster)."""
     cfg = default_config_for(p.K, p.codebook, p.IC, p.OC, p.M, sms, arch, cluster_slots)
     routed = swap_route(cfg, vendor_of(arch), p.codebook, p.M)   # the launch is sized for the route it runs
     return Candidate(cfg, default_launch(routed, p.K, p.IC, p.OC, p.M, sms, arch))
+
+
+def _untuned_split_cluster(dev: torch.device, p, heur: Candidate) -> Candidate:
+    """``heur`` as an untuned call runs it on ``dev``: at M <= 8 on sm_90 perhaps as split clusters
+    (ops/fused.py untuned_split_cluster asks the driver), which heuristic_candidate, driver-free,
+    leaves out."""
+    from ..ops.fused import untuned_split_cluster
+    if not has_clusters(arch_of(dev)):
+        return heur
+    dt = DTYPE_NAMES[p.dtype]
+    routed = swap_route(heur.cfg, vendor_of(arch_of(dev)), p.codebook, p.M)
+    cfg, launch = untuned_split_cluster(dev, p.K, p.codebook, dt, dt, p.M, p.IC, p.OC, routed, heur.launch)
+    return heur if not cfg.split_cluster else Candidate(cfg, launch)
 
 
 def _cluster_slots(dev: torch.device, p) -> Optional[ClusterSlots]:
