@@ -43,8 +43,13 @@ case "${1:-}" in
   scsplit)
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
     export ESCHA_JIT_CACHE_DIR=/tmp/ech PYTHONPATH=$PWD
-    timeout ${TS:-380} python3 -m pytest -q -n 8 tests/test_gpu_*.py tests/test_amd_on_nvidia.py tests/test_nn_cli.py \
-      tests/test_nvrtc.py > "$OUT/pytest_scsplit_${TAG}.log" 2>&1; tail -1 "$OUT/pytest_scsplit_${TAG}.log"
+    if [ -n "${QUICK:-}" ]; then    # the tests that touch untuned plans and split clusters only
+      timeout ${TS:-150} python3 -m pytest -q -n 8 tests/test_gpu_kernels.py tests/test_gpu_autotune.py \
+        -k "untuned or split_cluster or cluster or refine or fused_deterministic" > "$OUT/pytest_scsplit_${TAG}.log" 2>&1
+    else
+      timeout ${TS:-380} python3 -m pytest -q -n 8 tests/test_gpu_*.py tests/test_amd_on_nvidia.py tests/test_nn_cli.py \
+        tests/test_nvrtc.py > "$OUT/pytest_scsplit_${TAG}.log" 2>&1
+    fi; tail -1 "$OUT/pytest_scsplit_${TAG}.log"
     grep -E "FAILED|untuned_small_m" "$OUT/pytest_scsplit_${TAG}.log" | head -12
     P=""; for s in 4096x6144; do for K in 2 4; do for cb in mcg mul1; do for M in 1 4; do P="$P,$s:$K:$cb:$M"; done; done; done; done
     for K in 2 4; do for cb in mcg mul1; do P="$P,5120x13824:$K:$cb:1"; done; done
