@@ -19,14 +19,18 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-.out}; mkdir -p "$OUT"
 TAG=${TAG:-s48}
+held_out() {   # bench_variants.py problems: the 7 held-out shapes x K 2 / 4 x mcg / mul1 x M = 1 / 4
+  local P=""; for s in 3584x3584 3584x18944 5120x5120 5120x13824 13824x5120 8192x8192 4096x6144; do
+    for K in 2 4; do for cb in mcg mul1; do for M in 1 4; do P="$P,$s:$K:$cb:$M"; done; done; done; done
+  echo ",${P#,}"
+}
 case "${1:-}" in
   decode) TAG=$TAG OUT=$OUT bash docs/experiments/s46-gpu-plan.sh decode ;;
   suite)  TAG=$TAG OUT=$OUT bash docs/experiments/s45-gpu-plan.sh suite ;;
   scheur)
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
     export ESCHA_JIT_CACHE_DIR=/tmp/ech PYTHONPATH=$PWD
-    P=""; for s in 3584x3584 3584x18944 5120x5120 5120x13824 13824x5120 8192x8192 4096x6144; do
-      for K in 2 4; do for cb in mcg mul1; do for M in 1 4; do P="$P,$s:$K:$cb:$M"; done; done; done; done
+    P=$(held_out)
     timeout ${T:-400} python3 benchmarks/bench_variants.py --problems "${P#,}" --dtypes f16 --rounds ${ROUNDS:-2} \
       --variants "split_cluster=1" --out "$OUT/scheur_${TAG}.json" > "$OUT/scheur_${TAG}.log" 2>&1
     tail -4 "$OUT/scheur_${TAG}.log" ;;
@@ -35,8 +39,7 @@ case "${1:-}" in
     export ESCHA_JIT_CACHE_DIR=/tmp/ech PYTHONPATH=$PWD
     timeout 200 python3 -m pytest -q tests/test_gpu_kernels.py -k "untuned_small_m_takes_split or split_cluster_same_bits" \
       > "$OUT/pytest_scnew_${TAG}.log" 2>&1; tail -1 "$OUT/pytest_scnew_${TAG}.log"
-    P=""; for s in 3584x3584 3584x18944 5120x5120 5120x13824 13824x5120 8192x8192 4096x6144; do
-      for K in 2 4; do for cb in mcg mul1; do for M in 1 4; do P="$P,$s:$K:$cb:$M"; done; done; done; done
+    P=$(held_out)
     timeout ${T:-300} python3 benchmarks/bench_variants.py --problems "${P#,}" --dtypes f16 --rounds ${ROUNDS:-2} \
       --variants "split_cluster=0;split_cluster=1,splits=2;split_cluster=1,splits=4" --out "$OUT/scnew_${TAG}.json" > "$OUT/scnew_${TAG}.log" 2>&1
     tail -3 "$OUT/scnew_${TAG}.log" ;;

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 
-from ..kernels.fused import SWAP_MAX_M, FusedConfig, FusedLaunch, has_clusters, smem_layout
+from ..kernels.fused import SWAP_MAX_M, FusedConfig, FusedLaunch, has_clusters, split_fits
 from ..kernels.limits import block_smem_limit
 from ..spec import vendor_of
 
@@ -29,16 +29,6 @@ class Candidate:
         sc = "_sc" if c.split_cluster else ""
         return (f"w{c.warps}_mt{c.m_tiles}_r{c.rows_per_stage}_s{c.stages}_b{c.min_blocks}_x{c.xh}{cl}{xr}{sc}{rl}"
                 f"_S{l.splits}")
-
-
-def split_fits(cfg: FusedConfig, K: float, IC: int, M: int, S: int, cap: int) -> bool:
-    """Whether ``cfg`` at S splits of IC input features tiles them (each split's kr = IC / S a multiple
-    of the 128-feature Hadamard block and of a stage's 16 x rows_per_stage) and its ``min_blocks``
-    blocks fit ``cap`` bytes of shared memory (kernels.fused.smem_layout, split clusters' receive
-    buffer included)."""
-    kr = IC // S
-    return (IC % (128 * S) == 0 and kr % (16 * cfg.rows_per_stage) == 0
-            and smem_layout(cfg, K, M, kr, splits=S).total * cfg.min_blocks <= cap)
 
 
 def _divisors(n: int) -> list[int]:

@@ -13,9 +13,9 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
-from ..kernels.fused import FusedLaunch, has_clusters
+from ..kernels.fused import FusedLaunch, has_clusters, split_fits
 from ..kernels.limits import block_smem_limit
-from .candidates import Candidate, split_fits
+from .candidates import Candidate
 from .table import Entry
 
 if TYPE_CHECKING:                       # measure.py imports torch and the ops; these modules are torch-free

@@ -408,13 +408,21 @@ def split_cluster_twin(cfg: FusedConfig, M: int) -> Optional[FusedConfig]:
     return dataclasses.replace(cfg, split_cluster=1)
 
 
+def split_fits(cfg: FusedConfig, K: float, IC: int, M: int, S: int, cap: int) -> bool:
+    """Whether ``cfg`` at S splits of IC input features tiles them (each split's kr = IC / S a multiple
+    of the 128-feature Hadamard block and of a stage's 16 x rows_per_stage) and its ``min_blocks``
+    blocks fit ``cap`` bytes of shared memory (:func:`smem_layout`, split clusters' receive buffer
+    included)."""
+    kr = IC // S
+    return (IC % (128 * S) == 0 and kr % (16 * cfg.rows_per_stage) == 0
+            and smem_layout(cfg, K, M, kr, splits=S).total * cfg.min_blocks <= cap)
+
+
 def split_cluster_counts(twin: FusedConfig, K: float, IC: int, M: int, arch: str) -> list[int]:
     """The split counts ``twin`` (a split-cluster configuration) can launch M rows of IC features at
-    on ``arch``: one cluster of 2..8 blocks, K ranges that tile (multiples of 128 and of the stage's
-    16 x rows_per_stage features), the receive buffer included in one block's shared memory."""
-    return [S for S in range(2, 9) if IC % S == 0 and (IC // S) % 128 == 0
-            and (IC // S) % (16 * twin.rows_per_stage) == 0
-            and smem_layout(twin, K, M, IC // S, splits=S).total <= block_smem_limit(arch)]
+    on ``arch``: one cluster of 2..8 blocks, K ranges that tile (:func:`split_fits`), one block's
+    shared memory (the receive buffer included) within the arch's limit."""
+    return [S for S in range(2, 9) if split_fits(twin, K, IC, M, S, block_smem_limit(arch) * twin.min_blocks)]
 
 
 def split_cluster_splits(cfg: FusedConfig, K: float, IC: int, OC: int, M: int, sms: int, splits: int,
