@@ -160,6 +160,34 @@ def test_untuned_split_cluster_count_from_the_drivers_residency(IC, OC, M, resid
     assert fused.split_cluster_splits(cfg, 2.0, IC, OC, M, 132, launch.splits, {S: 0 for S in resident}) is None
 
 
+def test_driver_probes_hold_every_kernel_an_untuned_plan_asks_about():
+    """tune() compiles kernels.fused.driver_probe_configs in its pool: every configuration whose
+    count of resident clusters the untuned choice asks the driver for, whatever the driver answers
+    (default_config_for's cluster_slots at M = 9..16), and the split-cluster twin where
+    untuned_split_cluster asks (M <= 8, split counts that fit); nothing off sm_90."""
+    from escha_jit.kernels import fused
+    seen_m16 = seen_twin = 0
+    for (IC, OC), M, K, cb in itertools.product([(4096, 4096), (4096, 14336), (14336, 4096), (3584, 18944), (1024, 4096)],
+                                                (1, 4, 8, 9, 12, 16, 32), (2.0, 3.0, 4.0), ("mcg", "mul1")):
+        probes = fused.driver_probe_configs(K, cb, IC, OC, M, 132, "sm_90")
+        assert len(set(probes)) == len(probes)
+        for answer in (0, 1, 3, 10 ** 6):
+            asked = []
+            fused.default_config_for(K, cb, IC, OC, M, 132, "sm_90",
+                                     lambda cfg, S: asked.append(cfg) or answer)
+            assert set(asked) <= set(probes), (IC, OC, M, K, cb, answer)
+            seen_m16 += bool(asked)
+        routed = fused.swap_route(fused.default_config_for(K, cb, IC, OC, M, 132, "sm_90"), "nvidia", cb, M)
+        twin = fused.split_cluster_twin(routed, M)
+        wants_twin = twin is not None and bool(fused.split_cluster_counts(twin, K, IC, M, "sm_90"))
+        assert (twin in probes) == wants_twin, (IC, OC, M, K, cb)
+        assert all(p.cluster > 1 for p in probes if p != twin)
+        seen_twin += wants_twin
+        for arch in ("sm_80", "sm_89", "gfx1201"):
+            assert fused.driver_probe_configs(K, cb, IC, OC, M, 132, arch) == []
+    assert seen_m16 and seen_twin
+
+
 def test_split_cluster_variants_where_the_kernel_allows():
     """tune()'s split-cluster step tries a winner's own split count (2..8) and 2 / 4 / 8 where they
     tile IC and fit shared memory, each a valid spec with the cluster's receive buffer counted; none

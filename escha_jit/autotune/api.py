@@ -13,7 +13,7 @@ import torch
 
 from .. import __version__
 from ..kernels.fused import (MAX_M, ROUTE_MAX_M, ClusterSlots, FusedConfig, default_config_for, default_launch,
-                             has_clusters, swap_route)
+                             driver_probe_configs, has_clusters, swap_route)
 from ..nn import EschaLinear
 from ..offline import compile_all
 from ..ops.common import DTYPE_NAMES, arch_of
@@ -148,12 +148,16 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
     buckets = sorted({b for b in m_buckets if b <= ROUTE_MAX_M[vendor_of(arch)]})
     problems = [Problem(s.IC, s.OC, s.K, s.codebook, M, dt) for s in shapes for dt in dtypes for M in buckets]
     bar = Progress(len(problems) + 1 + len(shapes) * len(dtypes) * len(route_buckets), "tune", enabled=progress)
-    timers, specs = [], {}                             # timers: (problem, candidates, heuristic's)
+    specs, searched = {}, []                           # searched: (problem, candidates)
     for p in problems:
         cands = fused_candidates(arch, p.K, p.IC, p.OC, p.M, sms, **search)
-        heur = _untuned_split_cluster(dev, p, heuristic_candidate(p, sms, arch, _cluster_slots(dev, p)))
-        specs.update(dict(candidate_specs(arch, p.K, p.codebook, DTYPE_NAMES[p.dtype], cands + [heur])))
-        timers.append((p, cands, heur))
+        # the untuned choice without the driver's cluster counts, and every kernel those counts are
+        # asked of (which the untuned choice may then run): compiled here in the pool, not one by
+        # one when the heuristic is worked out below
+        heur = heuristic_candidate(p, sms, arch)
+        probes = [Candidate(c, heur.launch) for c in driver_probe_configs(p.K, p.codebook, p.IC, p.OC, p.M, sms, arch)]
+        specs.update(dict(candidate_specs(arch, p.K, p.codebook, DTYPE_NAMES[p.dtype], cands + [heur] + probes)))
+        searched.append((p, cands))
     if route_buckets:                    # the routes' kernels (dense weight, row scaling, coded GEMM), in the same pool
         from .shapes import model_specs
         specs.update(dict(model_specs(arch, shapes, [DTYPE_NAMES[dt] for dt in dtypes])))
@@ -163,6 +167,8 @@ def tune(model_or_layers, m_buckets: Sequence[int] = DEFAULT_BUCKETS,
                            progress=lambda row: cbar.update(row.spec))
     unusable = {r.spec: r.error or "; ".join(r.problems) for r in compiled if not r.ok}
     bar.update(f"compiled {len(specs)} specializations")
+    timers = [(p, cands, _untuned_split_cluster(dev, p, heuristic_candidate(p, sms, arch, _cluster_slots(dev, p))))
+              for p, cands in searched]         # timers: (problem, candidates, the untuned choice)
     table = TuningTable({"device": torch.cuda.get_device_name(dev), "arch": arch, "sm_count": sms,
                          "toolchain": _toolchain_id(arch), "package_version": __version__,
                          "date": time.strftime("%Y-%m-%d %H:%M:%S"), "method": "CUDA-graph replay over distinct "

@@ -442,6 +442,27 @@ def split_cluster_splits(cfg: FusedConfig, K: float, IC: int, OC: int, M: int, s
     return best_s
 
 
+def driver_probe_configs(K: float, codebook: str, IC: int, OC: int, M: int, sms: int,
+                         arch: str) -> list[FusedConfig]:
+    """The configurations whose kernels an untuned plan of one problem on ``arch`` loads to ask the
+    driver how many of its clusters are resident (ops/fused.py cluster_slots at M = 9..16,
+    untuned_split_cluster at M <= SWAP_MAX_M), whether or not it then runs them: tune() compiles
+    them in its pool instead of one by one. Exact: default_config_for is asked with a count that
+    takes no cluster, so every configuration it could ask about is asked."""
+    if not has_clusters(arch):
+        return []
+    asked: list[FusedConfig] = []
+
+    def record(cfg: FusedConfig, splits: int) -> int:
+        asked.append(cfg)
+        return 0
+    cfg = default_config_for(K, codebook, IC, OC, M, sms, arch, record)
+    twin = split_cluster_twin(swap_route(cfg, vendor_of(arch), codebook, M), M)
+    if twin is not None and split_cluster_counts(twin, K, IC, M, arch):
+        asked.append(twin)
+    return list(dict.fromkeys(asked))
+
+
 # 16 waves fed by the prep kernel spill 8-32 bytes on mul1 at these rates under NVRTC 13.5 (its x
 # sums; 128 registers at 512 threads; K = 2.5 since session 29's staged output factors moved
 # ptxas' allocation), and CI rejects spills: those layers take 8 waves instead
