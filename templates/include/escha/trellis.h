@@ -164,8 +164,11 @@ struct LaneStream {
             for (int i = 0; i < NX; ++i) x[i] = w[i];
         } else {
             const u32 sh = b & ~(u32)(PLAN.g - 1);
+            // ON_MUL: the last word's shift by the lane's offset as a multiply by 2^sh (hoisted out of
+            // the loop: b is the lane's), on the multiply pipe like the compile-time shifts below
             #pragma unroll
-            for (int i = 0; i < NX; ++i) x[i] = i + 1 < NW ? funnel_l(w[i], w[i + 1], sh) : w[i] << sh;
+            for (int i = 0; i < NX; ++i)
+                x[i] = i + 1 < NW ? funnel_l(w[i], w[i + 1], sh) : ON_MUL ? mad_on_mul(w[i], 1u << sh, 0u) : w[i] << sh;
         }
         // a constant table, not a constexpr call per unrolled j: NVVM would fold the call's loop
         // at every use (session 24: 17 s instead of 0.8 s to compile a swapped K2 3inst kernel)
@@ -209,7 +212,8 @@ struct LaneStream {
         u32 a[NA + 1];
         const u32 sh = UNIFORM ? (u32)(B0 % 32) : b;
         #pragma unroll
-        for (int i = 0; i < NA; ++i) a[i] = i + 1 < NW ? funnel_l(w[i], w[i + 1], sh) : w[i] << sh;
+        for (int i = 0; i < NA; ++i)
+            a[i] = i + 1 < NW ? funnel_l(w[i], w[i + 1], sh) : ON_MUL ? mad_on_mul(w[i], 1u << sh, 0u) : w[i] << sh;
         a[NA] = 0;
         #pragma unroll
         for (int j = 0; j < 8; ++j) {
