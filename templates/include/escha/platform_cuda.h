@@ -75,9 +75,9 @@ ESCHA_DEVICE u32 funnel_l_kept(u32 hi, u32 lo, u32 n) {
     asm("shf.l.wrap.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(lo), "r"(hi), "r"(n));
     return r;
 }
-// x << n (n a constant after inlining) as IMAD.SHL on the multiply pipe rather than SHF on the ALU
-// pipe: inline PTX, so that LLVM keeps the multiply and does not fold it with a later shift into two
-// ALU instructions again.
+// x << n as a multiply on the multiply pipe rather than SHF on the ALU pipe (IMAD.SHL where n is a
+// constant after inlining; IMAD by a hoisted 1 << n where it is the lane's): inline PTX, so that LLVM
+// keeps the multiply and does not fold it with a later shift into two ALU instructions again.
 ESCHA_DEVICE u32 shl_on_mul(u32 x, u32 n) {
     u32 r;
     asm("mul.lo.u32 %0, %1, %2;" : "=r"(r) : "r"(x), "r"(1u << n));

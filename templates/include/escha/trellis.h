@@ -153,6 +153,15 @@ struct LaneStream {
         return best;
     }
 
+    // Word i of the lane's words shifted left by sh (the lane's offset, or part of it), the next
+    // word's bits shifted in where it was loaded. ON_MUL: the last word's shift as a multiply by 2^sh
+    // (1 << sh is hoisted out of the loop: b is the lane's), on the multiply pipe like the
+    // compile-time shifts of the cuts.
+    template <bool ON_MUL>
+    static ESCHA_DEVICE u32 shifted_word(const u32 (&w)[NW], int i, u32 sh) {
+        return i + 1 < NW ? funnel_l(w[i], w[i + 1], sh) : ON_MUL ? shl_on_mul(w[i], sh) : w[i] << sh;
+    }
+
     template <bool ON_MUL>
     ESCHA_DEVICE void states_planned(const u32 (&w)[NW], u32 (&s)[8]) const {
         constexpr CutPlan PLAN = best_plan();
@@ -164,11 +173,8 @@ struct LaneStream {
             for (int i = 0; i < NX; ++i) x[i] = w[i];
         } else {
             const u32 sh = b & ~(u32)(PLAN.g - 1);
-            // ON_MUL: the last word's shift by the lane's offset as a multiply by 2^sh (hoisted out of
-            // the loop: b is the lane's), on the multiply pipe like the compile-time shifts below
             #pragma unroll
-            for (int i = 0; i < NX; ++i)
-                x[i] = i + 1 < NW ? funnel_l(w[i], w[i + 1], sh) : ON_MUL ? mad_on_mul(w[i], 1u << sh, 0u) : w[i] << sh;
+            for (int i = 0; i < NX; ++i) x[i] = shifted_word<ON_MUL>(w, i, sh);
         }
         // a constant table, not a constexpr call per unrolled j: NVVM would fold the call's loop
         // at every use (session 24: 17 s instead of 0.8 s to compile a swapped K2 3inst kernel)
@@ -212,8 +218,7 @@ struct LaneStream {
         u32 a[NA + 1];
         const u32 sh = UNIFORM ? (u32)(B0 % 32) : b;
         #pragma unroll
-        for (int i = 0; i < NA; ++i)
-            a[i] = i + 1 < NW ? funnel_l(w[i], w[i + 1], sh) : ON_MUL ? mad_on_mul(w[i], 1u << sh, 0u) : w[i] << sh;
+        for (int i = 0; i < NA; ++i) a[i] = shifted_word<ON_MUL>(w, i, sh);
         a[NA] = 0;
         #pragma unroll
         for (int j = 0; j < 8; ++j) {
