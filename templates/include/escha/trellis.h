@@ -71,13 +71,14 @@ struct LaneStream {
     // route, bound by the ALU pipe while the multiply pipe carries only the hash IMAD): there a
     // shift of one word by a constant is IMAD.SHL instead of SHF (K3 mcg M <= 4 0.90-0.97x the
     // time, RESULTS.md session 22). mul1's multiply pipe also carries IDP: it keeps the ALU cut.
-    // IMAD.HI is no substitute for the >> 16 cuts (session 8: 2-9 % slower).
+    // IMAD.HI is no substitute for the >> 16 cuts (session 8: 2-9 % slower; session 50, one per 8 states:
+    // K2 / K3 mcg 1.027x / 1.025x the time, docs/experiments/s50-top-cut-on-mul.diff).
     template <bool ON_MUL = false>
     ESCHA_DEVICE void states(const u32 (&w)[NW], u32 (&s)[8]) const {
 #if defined(ESCHA_AMD)
         constexpr bool planned = false;
 #else
-        constexpr bool planned = best_plan().cost < aligned_cost();
+        constexpr bool planned = best_plan<ON_MUL>().cost < aligned_cost();
 #endif
         if constexpr (planned)
             states_planned<ON_MUL>(w, s);
@@ -101,31 +102,55 @@ struct LaneStream {
         int word[8], shift[8], off[8];      // state j = cut(funnel_l(x[word], x[word+1], shift), off)
     };
     static constexpr ESCHA_DEVICE bool serves(int base, int d) { return d == base || d == base + 8 || d == base + 16; }
-    static constexpr ESCHA_DEVICE CutPlan plan_for(int g) {
+    // pairs (ON_MUL): first every two windows 16 bits apart from one shifted word at the first's
+    // start (cut at 0 by a shift, at 16 by one IMAD with its partner, top_partners), then the greedy
+    // cover for the rest. K = 4: 3 funnel shifts, 4 shifts and 4 IMAD instead of 3 funnel shifts, 2
+    // shifts, 2 PRMT, 2 LOP3 and 2 IMAD: as many instructions, two fewer on the ALU pipe (H100:
+    // 0.986-0.988x the time over the 16 K4 mcg M = 1 / 4 cells, benchmarks/RESULTS.md session 50).
+    static constexpr ESCHA_DEVICE CutPlan plan_for(int g, bool pairs = false) {
         CutPlan p{};
         p.g = g;
         int d[8] = {};
         for (int j = 0; j < 8; ++j) d[j] = start(0) % g + C(j);
         p.nx = g == 32 ? NW : (d[7] + 16 + 31) / 32;
+        bool done[8] = {};
+        int bases[8] = {}, nb = 0, copies = 0, left = 8;
+        for (int j = 0; j < 8 && pairs; ++j)
+            for (int k = 0; k < 8; ++k)
+                if (!done[j] && !done[k] && d[k] == d[j] + 16) {
+                    done[j] = done[k] = true;
+                    left -= 2;
+                    bases[nb++] = d[j];
+                    copies += d[j] % 32 != 0;
+                    p.word[j] = p.word[k] = d[j] / 32;
+                    p.shift[j] = p.shift[k] = d[j] % 32;
+                    p.off[j] = 0;
+                    p.off[k] = 16;
+                }
         // Greedy cover (as few shifted words as the exhaustive search over the 3^8 choices, for
         // every K): take the shifted word that serves the most windows not yet cut, a word as it
-        // is (shift 0: no instruction) before any other, ties to the lowest base.
-        bool done[8] = {};
-        int copies = 0;
-        for (int left = 8; left > 0;) {
+        // is (shift 0: no instruction) or one already shifted before any other, ties to the lowest base.
+        while (left > 0) {
             int best_base = -1, best_score = -1;
             for (int j = 0; j < 8; ++j)
                 for (int o = 0; o <= 16 && !done[j]; o += 8) {
                     const int base = d[j] - o;
                     if (base < 0) continue;
-                    int score = base % 32 == 0 ? 100 : 0;
+                    bool have = base % 32 == 0;
+                    for (int b = 0; b < nb; ++b) have = have || bases[b] == base;
+                    int score = have ? 100 : 0;
                     for (int k = 0; k < 8; ++k) score += !done[k] && serves(base, d[k]);
                     if (score > best_score || (score == best_score && base < best_base)) {
                         best_score = score;
                         best_base = base;
                     }
                 }
-            copies += best_base % 32 != 0;
+            bool have = best_base % 32 == 0;
+            for (int b = 0; b < nb; ++b) have = have || bases[b] == best_base;
+            if (!have) {
+                ++copies;
+                bases[nb++] = best_base;
+            }
             for (int k = 0; k < 8; ++k)
                 if (!done[k] && serves(best_base, d[k])) {
                     done[k] = true;
@@ -138,17 +163,37 @@ struct LaneStream {
         p.cost = (g == 32 ? 0 : p.nx) + copies + 8;
         return p;
     }
+    // A plan's instructions on the ALU pipe with ON_MUL: funnel shifts (a last word's shift is
+    // IMAD.SHL) and the cuts but those at 16 with a partner at 0 (one IMAD each).
+    static constexpr ESCHA_DEVICE int alu_on_mul(const CutPlan& p) {
+        int n = p.g == 32 ? 0 : p.nx - 1;
+        for (int j = 0; j < 8; ++j) {
+            bool first = p.shift[j] != 0 && p.word[j] + 1 < p.nx, partner = false;
+            for (int k = 0; k < j; ++k)
+                first = first && !(p.word[k] == p.word[j] && p.shift[k] == p.shift[j]);
+            for (int k = 0; k < 8; ++k)
+                partner = partner || (p.off[j] == 16 && p.off[k] == 0 && p.word[k] == p.word[j] && p.shift[k] == p.shift[j]);
+            n += first + !partner;
+        }
+        return n;
+    }
     static constexpr ESCHA_DEVICE int aligned_cost() {      // states_aligned's instructions
         int n = NA;
         for (int j = 0; j < 8; ++j) n += C(j) % 32 == 0 || C(j) % 32 == 16 ? 1 : 2;
         return n;
     }
+    // The fewest instructions; with ON_MUL, of those the fewest on the ALU pipe (the LCG codebooks'
+    // swapped route is bound by it).
+    template <bool ON_MUL = false>
     static constexpr ESCHA_DEVICE CutPlan best_plan() {
         CutPlan best = plan_for(1);
-        for (int g = 2; g <= 32; g *= 2) {
+        for (int g = 1; g <= 32; g *= 2) {
             if (!lanes_agree_mod(g)) break;
-            const CutPlan p = plan_for(g);
-            if (p.cost <= best.cost) best = p;
+            for (int pairs = 0; pairs <= (ON_MUL ? 1 : 0); ++pairs) {
+                const CutPlan p = plan_for(g, pairs);
+                if (p.cost < best.cost || (p.cost == best.cost && (!ON_MUL || alu_on_mul(p) <= alu_on_mul(best))))
+                    best = p;
+            }
         }
         return best;
     }
@@ -164,7 +209,7 @@ struct LaneStream {
 
     template <bool ON_MUL>
     ESCHA_DEVICE void states_planned(const u32 (&w)[NW], u32 (&s)[8]) const {
-        constexpr CutPlan PLAN = best_plan();
+        constexpr CutPlan PLAN = best_plan<ON_MUL>();
         constexpr int NX = PLAN.nx;
         static_assert(NX <= NW, "the aligned windows need no more words than were loaded");
         u32 x[NX];
