@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 50's device runs.
 #   cuts    three trees, built here on the device's copy (which the diffs then patch):
-#           A = this checkout; B = A + docs/experiments/s49-k4-cut-pairs.diff (K4 mcg: 9 -> 7 ALU cut
+#           (run on 4e663fe; s49-k4-cut-pairs.diff is in main since 6d2f450) A = this checkout; B = A + docs/experiments/s49-k4-cut-pairs.diff (K4 mcg: 9 -> 7 ALU cut
 #           instructions per 8 states); C = B + docs/experiments/s50-top-cut-on-mul.diff (the LCG swapped
 #           route's first unpaired top-window cut y >> 16 as IMAD.HI: K2 mcg ALU 8.73 -> 8.23 cycles per
 #           tile under its issue bound 8.44, K3 9.84 -> 9.41 under 9.77). The GPU tests of the swapped route
