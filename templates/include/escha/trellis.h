@@ -127,27 +127,29 @@ struct LaneStream {
                     p.off[j] = 0;
                     p.off[k] = 16;
                 }
+        // a word as it is (shift 0: no instruction) or one already shifted for a pair
+        const auto have = [&](int base) {
+            bool h = base % 32 == 0;
+            for (int i = 0; i < nb; ++i) h = h || bases[i] == base;
+            return h;
+        };
         // Greedy cover (as few shifted words as the exhaustive search over the 3^8 choices, for
-        // every K): take the shifted word that serves the most windows not yet cut, a word as it
-        // is (shift 0: no instruction) or one already shifted before any other, ties to the lowest base.
+        // every K): take the shifted word that serves the most windows not yet cut, one we have
+        // before any other, ties to the lowest base.
         while (left > 0) {
             int best_base = -1, best_score = -1;
             for (int j = 0; j < 8; ++j)
                 for (int o = 0; o <= 16 && !done[j]; o += 8) {
                     const int base = d[j] - o;
                     if (base < 0) continue;
-                    bool have = base % 32 == 0;
-                    for (int b = 0; b < nb; ++b) have = have || bases[b] == base;
-                    int score = have ? 100 : 0;
+                    int score = have(base) ? 100 : 0;
                     for (int k = 0; k < 8; ++k) score += !done[k] && serves(base, d[k]);
                     if (score > best_score || (score == best_score && base < best_base)) {
                         best_score = score;
                         best_base = base;
                     }
                 }
-            bool have = best_base % 32 == 0;
-            for (int b = 0; b < nb; ++b) have = have || bases[b] == best_base;
-            if (!have) {
+            if (!have(best_base)) {
                 ++copies;
                 bases[nb++] = best_base;
             }
@@ -164,16 +166,15 @@ struct LaneStream {
         return p;
     }
     // A plan's instructions on the ALU pipe with ON_MUL: funnel shifts (a last word's shift is
-    // IMAD.SHL) and the cuts but those at 16 with a partner at 0 (one IMAD each).
+    // IMAD.SHL) and the cuts but those at 16 with a partner at 0 (one IMAD each, top_partners).
     static constexpr ESCHA_DEVICE int alu_on_mul(const CutPlan& p) {
+        const Partners top = top_partners<true>(p);
         int n = p.g == 32 ? 0 : p.nx - 1;
         for (int j = 0; j < 8; ++j) {
-            bool first = p.shift[j] != 0 && p.word[j] + 1 < p.nx, partner = false;
+            bool first = p.shift[j] != 0 && p.word[j] + 1 < p.nx;
             for (int k = 0; k < j; ++k)
                 first = first && !(p.word[k] == p.word[j] && p.shift[k] == p.shift[j]);
-            for (int k = 0; k < 8; ++k)
-                partner = partner || (p.off[j] == 16 && p.off[k] == 0 && p.word[k] == p.word[j] && p.shift[k] == p.shift[j]);
-            n += first + !partner;
+            n += first + (top.k[j] < 0);
         }
         return n;
     }
