@@ -87,19 +87,14 @@ def run_host(layout: str, w: R.LinearWeights, x: torch.Tensor, dout: str, cfg: f
              x_chunks: int = 1) -> tuple[torch.Tensor, np.ndarray]:
     """(y [M, out_features] as the kernel wrote it, the split-K counters after the call); with
     cfg.xh the prep kernel runs first (its rows split over ``segments`` blocks), and on "sm90" the
-    fused kernel takes its rows in ``x_chunks`` chunks. cfg.flat: ``splits`` is the flat launch's
-    resident slots (kernels.fused.flat_grid)"""
+    fused kernel takes its rows in ``x_chunks`` chunks"""
     M, IC, OC = x.shape[0], w.IC, w.OC
     din = {torch.float16: "f16", torch.bfloat16: "bf16"}[x.dtype]
-    flat = fused.flat_grid(cfg, IC, OC, splits) if cfg.flat else None
-    if flat:
-        splits = flat.pieces                    # the workspace's partial slots per column group
-    kr = flat.kr if flat else IC // splits
-    lay = fused.smem_layout(cfg, w.K, M, kr, act_quant == "int8", splits)
+    lay = fused.smem_layout(cfg, w.K, M, IC // splits, act_quant == "int8", splits)
     xh = run_prep(layout, w, x, bool(cfg.swap), segments) if cfg.xh else None
     hdr = [M, IC, OC, splits, w.logical_in, w.logical_out, w.s_in is not None, w.s_out is not None,
            w.bias is not None, lay.off_tr, lay.off_red, lay.off_exp, lay.total, 2, len(xh[0]) if xh else 0,
-           x_chunks, cfg.cluster, cfg.split_cluster, flat.blocks if flat else 0, kr]
+           x_chunks, cfg.cluster, cfg.split_cluster]
     parts = [np.array(hdr + [0] * (20 - len(hdr)), np.int32).tobytes(),
              padded(x, IC).view(torch.int16).numpy().tobytes(), w.code.numpy().tobytes(), *scale_parts(w)]
     if w.bias is not None:
@@ -292,40 +287,6 @@ def test_fused_split_cluster_on_host_is_the_workspace_route_bit_for_bit(K, cb, d
     ref = R.forward(x, w, torch.float64, compute_dtype=torch.float64)
     err = ((y1.double() - ref).norm(dim=1) / ref.norm(dim=1))
     assert float(err.max()) < TOL[dt]
-
-
-@pytest.mark.parametrize("layout,K,cb,dt,M,slots,OC,xh,big_rows", [
-    ("nvidia", 2.0, "mcg", "f16", 1, 5, 384, 0, ()),      # 24 units over 5 blocks: pieces of 4-5 steps
-    ("nvidia", 3.0, "mul1", "bf16", 4, 7, 384, 0, (1,)),  # mul1's sums of x per piece, a row redone
-    ("nvidia", 4.0, "mcg", "f16", 8, 3, 384, 0, ()),      # one block per group: whole groups, y direct
-    ("sm90", 2.0, "mul1", "f16", 3, 10, 384, 1, ()),      # the prep kernel's words: two bulk copies per row
-    ("sm90", 3.0, "3inst", "bf16", 6, 24, 384, 1, ()),    # one unit per block: 8 pieces per group
-    ("sm90", 2.0, "mcg", "bf16", 2, 9, 512, 0, (0,)),
-])
-def test_fused_flat_launch_on_host(layout, K, cb, dt, M, slots, OC, xh, big_rows):
-    # flat: the blocks deal the (column group, step) units out evenly, a block's range crossing a group
-    # boundary at most once (two pieces, each a split-K partial of its group; the weight ring streams
-    # across the boundary, the sums move aside there)
-    cfg = fused.FusedConfig(warps=4, m_tiles=1, rows_per_stage=8, stages=3, min_blocks=2, xh=xh, swap=1, flat=1)
-    check(layout, K, cb, dt, dt, cfg, slots, M, 1024, OC, big_rows=big_rows, seed=M + slots, bias=True, segments=2)
-
-
-def test_flat_grid():
-    cfg = fused.FusedConfig(warps=4, m_tiles=1, rows_per_stage=8, stages=2, swap=1, flat=1)
-    g = fused.flat_grid(cfg, 4096, 14336, 132 * 4)          # 4096x14336 on an H100 / H200 at 4 blocks per SM
-    assert (g.blocks, g.units, g.kr) == (528, 112 * 32, 7 * 128)
-    for slots in (1, 3, 5, 24, 25, 1000):                   # at least one block per group, at most one per unit
-        g = fused.flat_grid(cfg, 1024, 384, slots)
-        assert g.blocks == min(max(slots, 3), 24)
-        b = np.arange(g.blocks + 1) * g.units // g.blocks    # the kernel's ranges: every group's pieces fit
-        for grp in range(3):
-            lo, hi = grp * 8, grp * 8 + 8
-            assert ((b[:-1] < hi) & (b[1:] > lo)).sum() <= g.pieces
-        assert (np.diff(b) * 128 <= g.kr).all()
-    with pytest.raises(ValueError, match="flat=1"):
-        fused.spec_for("sm_90", 2.0, "mcg", "f16", "f16", dataclasses.replace(cfg, swap=0))
-    with pytest.raises(ValueError, match="flat=1"):
-        fused.spec_for("sm_90", 2.0, "mcg", "f16", "f16", dataclasses.replace(cfg, rows_per_stage=4))
 
 
 def test_split_cluster_layout_and_its_limits():

@@ -665,51 +665,6 @@ def test_fused_split_cluster_same_bits(M, S, cfg):
         F.fused_linear(x, w, cfg=dataclasses.replace(cfg, split_cluster=1), launch=F.FusedLaunch(1))
 
 
-@pytest.mark.parametrize("M,IC,OC,bps,cfg", [
-    (1, 4096, 14336, 4, F.FusedConfig(warps=4, rows_per_stage=8, stages=2, min_blocks=2, swap=1, flat=1)),
-    (4, 4096, 14336, 4, F.FusedConfig(warps=4, rows_per_stage=8, stages=3, min_blocks=1, xh=1, swap=1, flat=1)),
-    (8, 2048, 2560, 2, F.FusedConfig(warps=8, rows_per_stage=16, stages=2, min_blocks=1, xh=0, swap=1, flat=1)),
-    (3, 1024, 20480, 1, F.FusedConfig(warps=4, rows_per_stage=8, stages=2, min_blocks=1, xh=1, swap=1, flat=1)),
-])
-def test_fused_flat_launch(M, IC, OC, bps, cfg):
-    """FusedConfig.flat (the swapped route): the GPU's resident slots deal the (column group, step)
-    units out evenly, a block's range crossing at most one group boundary, each piece a split-K partial
-    of its group. Against the reference, mcg and mul1 (per-piece sums of x), both activation dtypes, the
-    same bits call after call and in graph replays (the counters of every group reset themselves);
-    4096x14336 at 4 blocks per SM (528 blocks of 6-7 of its 3584 units), 2560 columns over fewer
-    groups than blocks, 160 groups of 1024 features over 132 slots (more groups than slots)."""
-    if torch.version.hip is not None:
-        pytest.skip("the swapped route is NVIDIA's")
-    launch = F.FusedLaunch(1, blocks_per_sm=bps)
-    for K, cb in ((2.0, "mcg"), (3.0, "mul1")):
-        w = _layer(IC, OC, K, cb, 71 + M, bias=True)
-        ref_w = R.dense_weight(w.to("cpu"))
-        for dt in (torch.float16, torch.bfloat16):
-            x = torch.randn(M, IC, device=DEV).to(dt)
-            y0 = F.fused_linear(x, w, cfg=cfg, launch=launch)
-            ref = x.double().cpu() @ ref_w + w.bias.double().cpu()
-            assert rel_rms(y0, ref) < TOL[dt], (K, cb, dt, rel_rms(y0, ref))
-            y_split = F.fused_linear(x, w, cfg=dataclasses.replace(cfg, flat=0), launch=F.FusedLaunch(4))
-            assert rel_rms(y0, y_split.double().cpu()) < TOL[dt]
-            assert torch.equal(F.fused_linear(x, w, cfg=cfg, launch=launch), y0)
-            out = torch.empty_like(y0)
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g):
-                F.fused_linear(x, w, out=out, cfg=cfg, launch=launch)
-            for _ in range(2):
-                out.fill_(float("nan"))
-                g.replay()
-                torch.cuda.synchronize()
-                assert torch.equal(out, y0)
-    plan = next(p for p in F._PLANS.values() if p.cfg == cfg and p.launch == launch)
-    groups, units = OC // 128, OC // 128 * (IC // (16 * cfg.rows_per_stage))
-    assert plan.grid == (min(max(F.sm_count(torch.device(DEV)) * bps, groups), units), 1)
-    with pytest.raises(ValueError, match="flat=1"):              # M = 9..16 takes the fp16 route
-        F.fused_linear(torch.randn(12, IC, device=DEV).half(), w, cfg=cfg, launch=launch)
-    with pytest.raises(ValueError, match="flat=1"):
-        F.fused_linear(x, w, cfg=cfg, launch=F.FusedLaunch(2, blocks_per_sm=bps))
-
-
 def test_cluster_slots_from_the_driver():
     """ops/fused.cluster_slots: the driver's count of resident clusters of the 16-wave fused kernel
     (one block per SM) - at least one, at most the SMs it takes, fewer of 4 than of 2."""

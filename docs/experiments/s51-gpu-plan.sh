@@ -3,6 +3,8 @@
 # any other card (the reply names it).
 #   decode  the standing figure (144 decode cells, session 46's step) of this checkout
 #   twins   session 50's four twin-adopted table entries against the configs they replaced
+# flat, flatdiag, flatshapes: FusedConfig.flat, built and dropped in session 51 (RESULTS.md): the
+# steps patch this checkout with docs/experiments/s51-flat.diff first.
 #   flat    (any card: ANY_GPU=1) FusedConfig.flat: its GPU tests with the swapped route's, then the 24
 #           4096x14336 M = 1 / 4 cells (f16) against flat variants of their tuned entries (3 rounds,
 #           order alternating; bench_variants.py)
@@ -11,6 +13,7 @@ cd "$(dirname "$0")/../.."
 OUT=${OUT:-.out}; mkdir -p "$OUT"
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1); echo "$gpu"
 case "$gpu" in *H200*) ;; *) [ -n "${ANY_GPU:-}" ] || { echo "not an H200: skipped"; exit 3; } ;; esac
+case "${1:-}" in flat*) patch -p1 -s < docs/experiments/s51-flat.diff || exit 1 ;; esac
 case "${1:-}" in
   decode) TAG=${TAG:-s51} OUT=$OUT bash docs/experiments/s46-gpu-plan.sh decode ;;
   twins)  OUT=$OUT bash docs/experiments/s50-twins-check.sh ;;
@@ -24,5 +27,24 @@ case "${1:-}" in
       --variants "$F,rows_per_stage=8;$F,rows_per_stage=8,stages=3;$F,rows_per_stage=8,warps=4,blocks_per_sm=4" \
       --out "$OUT/flat_variants_${TAG:-s51}.json" > "$OUT/flat_variants_${TAG:-s51}.log" 2>&1
     grep -E "^[0-9]+x[0-9]+" "$OUT/flat_variants_${TAG:-s51}.log" | head -30; tail -2 "$OUT/flat_variants_${TAG:-s51}.log" ;;
-  *) echo "usage: $0 decode|twins|flat"; exit 2 ;;
+  flatdiag)   # (any card) where flat's time goes: the tuned entries without split clusters, and flat at
+    # 4 / 3 / 2 blocks per SM (fewer, longer ranges), 6 cells, 3 rounds
+    export ESCHA_JIT_CACHE_DIR=/tmp/ecf
+    P=4096x14336:2:mcg:1,4096x14336:2:mcg:4,4096x14336:3:mul1:1,4096x14336:4:mcg:1,4096x14336:3:mcg:4,4096x14336:4:mul1:4
+    F="flat=1,splits=1,split_cluster=0,rows_per_stage=8"
+    timeout ${T:-330} python3 benchmarks/bench_variants.py --problems "$P" --dtypes f16 --rounds ${ROUNDS:-3} \
+      --variants "split_cluster=0;$F;$F,blocks_per_sm=3;$F,blocks_per_sm=2" \
+      --out "$OUT/flatdiag_${TAG:-s51}.json" > "$OUT/flatdiag_${TAG:-s51}.log" 2>&1
+    grep -E "^[0-9]+x[0-9]+" "$OUT/flatdiag_${TAG:-s51}.log" | sed 's/flat=1,splits=1,split_cluster=0,rows_per_stage=8/F/g' ;;
+  flatshapes)   # (any card) flat on the other PERF.md shapes: 8192x28672 (224 groups: 1.7 rounds of blocks),
+    # 14336x4096 and 4096x4096 (32 groups), M = 1 / 4, K2 mcg / K3 mul1 / K4 mcg, f16, 3 rounds
+    export ESCHA_JIT_CACHE_DIR=/tmp/ecf
+    P=""; for s in 8192x28672 14336x4096 4096x4096; do for kc in 2:mcg 3:mul1 4:mcg; do for M in 1 4; do
+      P="$P,$s:$kc:$M"; done; done; done
+    F="flat=1,splits=1,split_cluster=0,rows_per_stage=8"
+    timeout ${T:-400} python3 benchmarks/bench_variants.py --problems "${P#,}" --dtypes f16 --rounds ${ROUNDS:-3} \
+      --variants "$F;$F,blocks_per_sm=4;$F,blocks_per_sm=2" \
+      --out "$OUT/flatshapes_${TAG:-s51}.json" > "$OUT/flatshapes_${TAG:-s51}.log" 2>&1
+    grep -E "^[0-9]+x[0-9]+" "$OUT/flatshapes_${TAG:-s51}.log" | sed 's/flat=1,splits=1,split_cluster=0,rows_per_stage=8/F/g' ;;
+  *) echo "usage: $0 decode|twins|flat|flatdiag|flatshapes"; exit 2 ;;
 esac

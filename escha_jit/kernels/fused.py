@@ -85,12 +85,6 @@ class FusedConfig:
                               # and send their partials into split 0's shared memory, which sums them
                               # and writes y: no workspace round trip, fence or counter (include/escha/
                               # fused.h SC)
-    flat: int = 0             # NVIDIA, the swapped route (M <= 8), rows_per_stage a multiple of 8: one wave of
-                              # blocks (the GPU's SMs x the launch's blocks_per_sm; FusedLaunch.splits 1)
-                              # deals the flat (column group, step) sequence out evenly, a block's range
-                              # crossing at most one group boundary; each piece a split-K partial
-                              # (include/escha/fused.h FL). For shapes whose groups x splits leave SMs a
-                              # block short (4096x14336: 112 groups on 132 SMs)
 
     def __post_init__(self):
         # a bad value would otherwise surface as a static_assert of the kernel source at compile time
@@ -103,13 +97,13 @@ class FusedConfig:
                                  ("cluster", (lambda v: v in (1, 2, 4, 8), "1, 2, 4 or 8")),
                                  ("reg_level", (lambda v: -1 <= v <= 10, "0..10, or -1 (ptxas' default)")),
                                  ("x_ring", (lambda v: v == 0 or 2 <= v <= 4, "0 (off) or 2..4 chunks")),
-                                 ("diag", (lambda v: 0 <= v <= 4, "0..4")), ("split_cluster", flag), ("flat", flag)):
+                                 ("diag", (lambda v: 0 <= v <= 4, "0..4")), ("split_cluster", flag)):
             _check_field("FusedConfig", name, getattr(self, name), ok, want)
 
     def tile(self) -> dict:
         d = dataclasses.asdict(self)
         for opt, off in (("diag", 0), ("dot", 0), ("swap", 0), ("cluster", 1), ("reg_level", -1),   # off: not part of the spec
-                         ("x_ring", 0), ("split_cluster", 0), ("flat", 0)):
+                         ("x_ring", 0), ("split_cluster", 0)):
             if d[opt] == off:                                                 # (keys stay as they were)
                 del d[opt]
         return d
@@ -204,34 +198,6 @@ def exchange_bytes(cfg: FusedConfig) -> int:
     return _align((16 * cfg.m_tiles + 4) * 4 + 64 * cfg.rows_per_stage + 8 * XH_CHUNKS)
 
 
-@dataclasses.dataclass(frozen=True)
-class FlatGrid:
-    """A flat launch (FusedConfig.flat): ``blocks`` blocks deal the ``units`` (column group, step)
-    units out evenly; a block takes at most ``kr`` input features (its A operand's length) and a
-    column group's pieces are at most ``pieces`` (the split-K workspace's partial slots)."""
-    blocks: int
-    units: int
-    kr: int
-    pieces: int
-
-
-def flat_grid(cfg: FusedConfig, IC: int, OC: int, slots: int) -> FlatGrid:
-    """The flat launch of ``cfg`` over IC x OC on ``slots`` resident block slots (SMs x blocks per
-    SM): one block per slot, at least one per column group (so that a block's range crosses at most
-    one group boundary: two pieces) and at most one per unit."""
-    step = 16 * cfg.rows_per_stage
-    if IC % step or OC % COLS:
-        raise ValueError(f"flat=1 takes whole steps of {step} features and column groups of {COLS}: IC={IC}, OC={OC}")
-    groups, per_group = OC // COLS, IC // step
-    units = groups * per_group
-    blocks = min(max(slots, groups), units)
-    if units * (blocks + 1) >= 1 << 32:
-        raise ValueError(f"flat=1: {units} units over {blocks} blocks overflow the kernel's 32-bit unit arithmetic")
-    longest = -(-units // blocks)
-    # a group's pieces: the blocks its units meet (each block but the first holds >= units // blocks)
-    return FlatGrid(blocks, units, longest * step, per_group // (units // blocks) + 2)
-
-
 def check_act_quant(act_quant: Optional[str], codebook: str) -> None:
     """Raise a clear error for an unknown activation quantization or one the codebook lacks."""
     if act_quant not in ACT_QUANTS:
@@ -264,10 +230,6 @@ def spec_for(arch: str, K: float, codebook: str, in_dtype: str, out_dtype: str, 
         raise ValueError(f"config {cfg}: split_cluster=1 sends the split-K partials between the blocks of a "
                          f"thread block cluster (NVIDIA sm_90+, cluster=1, one m tile, fp16/bf16 activations); "
                          f"got {arch}, act_quant={act_quant}")
-    if cfg.flat and (vendor_of(arch) != "nvidia" or not cfg.swap or cfg.rows_per_stage % 8 or cfg.split_cluster):
-        raise ValueError(f"config {cfg}: flat=1 deals (column group, step) units to the blocks of the swapped route "
-                         f"(NVIDIA, swap=1: M <= {SWAP_MAX_M}), whole 128-feature steps (rows_per_stage a multiple "
-                         f"of 8), no split clusters; got {arch}")
     if cfg.reg_level >= 0 and vendor_of(arch) != "nvidia":
         raise ValueError(f"config {cfg}: reg_level={cfg.reg_level} is a hint to NVIDIA's ptxas; got {arch}")
     op = "fused_i8" if act_quant == "int8" else "fused"
@@ -316,7 +278,7 @@ def render_extra(spec: KernelSpec) -> dict:
             "i8": is_i8(spec), "dot": cfg.dot, "swap": cfg.swap, "cluster": cfg.cluster,
             # what smem_layout sized for them; the kernel checks both (fused.hip.j2 static_asserts)
             "epilogue_m_tiles": min(cfg.m_tiles, EPILOGUE_M_TILES), "xh_chunks": XH_CHUNKS, "x_ring": cfg.x_ring,
-            "ex_bytes": exchange_bytes(cfg), "split_cluster": cfg.split_cluster, "flat": cfg.flat}
+            "ex_bytes": exchange_bytes(cfg), "split_cluster": cfg.split_cluster}
 
 
 def _m_tiles(M: int) -> int:

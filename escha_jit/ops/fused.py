@@ -11,7 +11,7 @@ import torch
 
 from ..kernels import prep
 from ..kernels.fused import (ARGS, COLS, I8_MAX_M, MAX_M, ROUTE_MAX_M, SWAP_MAX_M, ClusterSlots, FusedConfig, FusedLaunch,
-                             check_act_quant, flat_grid, occupancy_smem, default_config, default_config_for, default_config_i8, default_launch, has_clusters, render_extra, smem_caps, smem_layout, spec_for,
+                             check_act_quant, occupancy_smem, default_config, default_config_for, default_config_i8, default_launch, has_clusters, render_extra, smem_caps, smem_layout, spec_for,
                              split_cluster_counts, split_cluster_splits, split_cluster_twin, swap_route, x_chunks)
 from ..kernels.registry import check_fused_smem, fused_fits
 from ..spec import nvidia_sm, vendor_of
@@ -113,10 +113,6 @@ class Plan:
     source: str                    # "table" or "heuristic" or "explicit"
     x_chunks: int                  # chunks of the xh A operand (kernels.fused.x_chunks; used by xh=1 on sm_90;
                                    # the swapped route takes it in one)
-    grid: tuple[int, int]          # the launch's blocks (x, y)
-    cluster: int                   # blocks per thread block cluster along x (1: none)
-    kr: int                        # the kernel's k_split: input features per block (flat: the longest range)
-    partials: int                  # split-K partial slots per column group in the workspace (0: none)
 
 
 _PLANS: dict[tuple, Plan] = {}
@@ -138,7 +134,7 @@ def _fits_smem(cfg: FusedConfig, launch: FusedLaunch, K: float, IC: int, M: int,
 def _fits(cfg: FusedConfig, launch: FusedLaunch, IC: int, M: int) -> bool:
     kr = IC // launch.splits
     return (16 * cfg.m_tiles >= M and IC % launch.splits == 0 and kr % 128 == 0
-            and kr % (16 * cfg.rows_per_stage) == 0 and (not cfg.flat or launch.splits == 1))
+            and kr % (16 * cfg.rows_per_stage) == 0)
 
 
 def plan_for(dev: torch.device, K: float, codebook: str, IC: int, OC: int, in_dt: str, out_dt: str, M: int,
@@ -185,44 +181,25 @@ def plan_for(dev: torch.device, K: float, codebook: str, IC: int, OC: int, in_dt
     launch = launch or default_launch(cfg, K, IC, OC, M, sm_count(dev), arch, i8=i8)
     if source == "heuristic" and not i8 and has_clusters(arch):
         cfg, launch = untuned_split_cluster(dev, K, codebook, in_dt, out_dt, M, IC, OC, cfg, launch)
-    if cfg.flat and (launch.splits != 1 or not cfg.swap):
-        raise ValueError(f"config {cfg}: flat=1 runs the swapped route (M <= {SWAP_MAX_M}, got M={M}) at splits=1 "
-                         f"(its grid is the GPU's resident slots); got {launch}")
     if not _fits(cfg, launch, IC, M):
         raise ValueError(f"launch {launch} does not tile IC={IC}: IC/S must be a multiple of 128 and of "
                          f"16*rows_per_stage={16 * cfg.rows_per_stage}")
     if cfg.split_cluster and not 2 <= launch.splits <= 8:
         raise ValueError(f"config {cfg}: split_cluster=1 launches the splits of a column group as one cluster "
                          f"of 2..8 blocks; got splits={launch.splits}")
-    sms, groups = sm_count(dev), OC // COLS
-    # flat: first sized for one block per SM (the longest ranges), then for the slots the kernel holds
-    flat = flat_grid(cfg, IC, OC, sms * max(1, launch.blocks_per_sm)) if cfg.flat else None
-    kr = flat.kr if flat else IC // launch.splits
-    layout = smem_layout(cfg, K, M, kr, i8, launch.splits)
+    layout = smem_layout(cfg, K, M, IC // launch.splits, i8, launch.splits)
     check_fused_smem(arch, cfg, layout.total)        # before compiling: the driver would refuse the launch
     spec = spec_for(arch, K, codebook, in_dt, out_dt, cfg, act_quant)
     k = kernel_for(spec, dev, ARGS, render_extra(spec))
-    if flat:        # one block per slot the kernel holds (at most the launch's blocks_per_sm): one wave
-        fits = k.max_active_blocks(32 * cfg.warps, layout.total)
-        per_sm = min(launch.blocks_per_sm, fits) if launch.blocks_per_sm else fits
-        flat = flat_grid(cfg, IC, OC, sms * max(1, per_sm))
-        kr, layout = flat.kr, smem_layout(cfg, K, M, flat.kr, i8, 1)
     smem = layout.total
     if launch.blocks_per_sm and k.max_active_blocks(32 * cfg.warps, smem) > launch.blocks_per_sm:
         smem = occupancy_smem(smem, launch.blocks_per_sm, arch)   # only where the kernel would exceed its pin
     pk = None
     if cfg.xh:
         pk = prep_kernel(dev, in_dt, words=bool(cfg.swap))
-    if flat:
-        grid, cluster, partials = (flat.blocks, 1), 1, flat.pieces
-    elif cfg.split_cluster:      # the splits of a column group along x, one cluster (include/escha/fused.h SC)
-        grid, cluster, partials = (launch.splits, groups), launch.splits, 0
-    else:
-        grid, cluster, partials = (groups, launch.splits), cfg.cluster, launch.splits if launch.splits > 1 else 0
     p = _PLANS[key] = Plan(cfg, launch, layout, smem, k, pk,
                            pdl_supported(arch), source,
-                           1 if cfg.swap else x_chunks(groups * launch.splits, sms * cfg.min_blocks),
-                           grid, cluster, kr, partials)
+                           1 if cfg.swap else x_chunks((OC // COLS) * launch.splits, sm_count(dev) * cfg.min_blocks))
     return p
 
 
@@ -425,20 +402,24 @@ def fused_linear(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] 
         return out
     plan = plan_for(dev, w.K, w.codebook, IC, OC, DTYPE_NAMES[x.dtype], DTYPE_NAMES[out.dtype], M, cfg, launch,
                     act_quant)
-    cfg, lay = plan.cfg, plan.layout
+    cfg, launch, lay = plan.cfg, plan.launch, plan.layout
+    kr = IC // launch.splits
     groups = OC // COLS
     stream = torch.cuda.current_stream(dev).cuda_stream
     xh = xh_exp = None
     if cfg.xh:
         xh, xh_exp = (scratch.xw if cfg.swap else scratch.xh)(dev, M, IC)
         run_prep(plan.prep, x, w, xh, xh_exp, stream, pdl=plan.pdl)
-    if plan.partials:
-        ws, cnt = scratch.get(dev, plan.partials * M * OC, groups)
+    if launch.splits > 1 and not cfg.split_cluster:
+        ws, cnt = scratch.get(dev, launch.splits * M * OC, groups)
     else:
         ws = cnt = None
-    plan.kernel.launch(plan.grid, (32 * cfg.warps,),
+    # split_cluster: the splits of a column group along x, one cluster (include/escha/fused.h SC)
+    grid, cluster = ((launch.splits, groups), launch.splits) if cfg.split_cluster else ((groups, launch.splits),
+                                                                                          cfg.cluster)
+    plan.kernel.launch(grid, (32 * cfg.warps,),
              (x, x.stride(0), out, out.stride(0), w.code, w.rin, w.s_in, w.rout, w.s_out, bias32,
-              M, IC, OC, plan.kr, w.logical_in, w.logical_out, ws, cnt, lay.off_tr, lay.off_red, lay.off_exp,
+              M, IC, OC, kr, w.logical_in, w.logical_out, ws, cnt, lay.off_tr, lay.off_red, lay.off_exp,
               xh, xh_exp, plan.x_chunks),
-             smem=plan.smem, stream=stream, pdl=plan.pdl, cluster=plan.cluster)
+             smem=plan.smem, stream=stream, pdl=plan.pdl, cluster=cluster)
     return out

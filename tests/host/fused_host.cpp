@@ -8,10 +8,8 @@
 //
 // usage: fused_host IN OUT  with IN = int32 {M, IC, OC, S, in_valid, out_valid, has_s_in,
 // has_s_out, has_bias, off_tr, off_red, off_exp, smem_bytes, in_bytes, xh_bytes, x_chunks, cluster,
-// split_cluster, flat_blocks, flat_kr} in 80 bytes (cluster: blocks of one thread block cluster along
-// x, run together; split_cluster: the grid swapped, x = the S splits of a column group as one
-// cluster; flat_blocks > 0: a flat launch of that many blocks along x, each at most flat_kr input
-// features, S then the workspace's partial slots per column group), then
+// split_cluster} in 80 bytes (cluster: blocks of one thread block cluster along x, run together;
+// split_cluster: the grid swapped, x = the S splits of a column group as one cluster), then
 // each part from a multiple of 16 bytes: x [M][IC] (in_bytes per value), int16 code
 // [IC/16, OC/16, 16K], fp16 rin [IC], (fp32 s_in [IC]), fp16 rout [OC], (fp32 s_out [OC]), (fp32
 // bias [OC]), and with xh_bytes > 0 the prep kernel's output (tests/host/prep_host.cpp): xh
@@ -47,7 +45,6 @@ int main(int argc, char** argv) {
     const float* bias = has_bias ? reinterpret_cast<const float*>(part(4 * OC)) : nullptr;
     const int x_chunks = std::max(1, h[15]), cluster = std::max(1, h[16]);   // xh chunks (sm_90), cluster size
     const bool split_cluster = h[17] != 0;
-    const int flat_blocks = h[18], flat_kr = h[19];
     const int xh_bytes = h[14];                 // xh = 1: the prep kernel's A operand and exponents follow
     const half_t* xh = xh_bytes ? reinterpret_cast<const half_t*>(part(xh_bytes)) : nullptr;
     const int* xh_exp = xh_bytes ? reinterpret_cast<const int*>(part(4 * M)) : nullptr;
@@ -56,12 +53,10 @@ int main(int argc, char** argv) {
     std::vector<u16> y((size_t)M * OC, 0xFFFF);
     std::vector<float> ws((size_t)S * M * OC, -1.f);
     std::vector<int> counters(OC / 128, 0);
-    const bool partials = (S > 1 && !split_cluster) || flat_blocks;   // the workspace route (split_cluster: none)
-    const int gx = flat_blocks ? flat_blocks : split_cluster ? S : OC / 128;
-    const int gy = flat_blocks ? 1 : split_cluster ? OC / 128 : S;
-    escha::host::launch(gx, gy, ESCHA_THREADS, [&] {
+    const bool partials = S > 1 && !split_cluster;       // the workspace route (split_cluster: none)
+    escha::host::launch(split_cluster ? S : OC / 128, split_cluster ? OC / 128 : S, ESCHA_THREADS, [&] {
         ESCHA_KERNEL(reinterpret_cast<const in_t*>(x), IC, reinterpret_cast<out_t*>(y.data()), OC, code,
-                     rin, s_in, rout, s_out, bias, M, IC, OC, flat_blocks ? flat_kr : IC / S, in_valid, out_valid,
+                     rin, s_in, rout, s_out, bias, M, IC, OC, IC / S, in_valid, out_valid,
                      partials ? ws.data() : nullptr, partials ? counters.data() : nullptr, off_tr, off_red, off_exp,
                      xh, xh_exp, x_chunks);
     }, (size_t)smem_bytes + 16, split_cluster ? S : cluster);

@@ -93,8 +93,7 @@ ESCHA_DEVICE void fill(E (&x)[N], T v) {
 }
 
 template <int K2, int CB, typename in_t, typename out_t, int WARPS, int MT, int RB, int STAGES, int TR_BYTES,
-          bool XH, bool I8 = false, bool DOT = false, bool SW = false, int CL = 1, int XR = 0, bool SC = false,
-          bool FL = false>
+          bool XH, bool I8 = false, bool DOT = false, bool SW = false, int CL = 1, int XR = 0, bool SC = false>
 struct FusedLinear {
     static constexpr int COLS = 128;                   // output columns per block (one Hadamard block)
     static constexpr int TILES_N = COLS / 16;           // 8 tile columns per block
@@ -150,18 +149,6 @@ struct FusedLinear {
     // session 46: that tail, ~2.1 us, is ~27 % of a 4096x4096 M = 1 call).
     static_assert(!SC || (CL == 1 && MT == 1 && ESCHA_CLUSTER_EXCHANGE),
                   "split clusters: sm_90, one m tile (one epilogue pass), no column-group clusters");
-    // FL (kernels/fused.py FusedConfig.flat; the swapped route): the grid is B blocks along x (the
-    // host launches the GPU's resident slots), which deal the flat sequence of U = groups x steps
-    // (column group, step) units out evenly, block b taking units b U / B .. (b + 1) U / B - 1.
-    // 4096x14336's 112 column groups otherwise leave 20 of 132 SMs a block short (benchmarks/
-    // RESULTS.md session 32: 4096x16896 runs in the same time for 1.18x the weights). A block's range
-    // crosses at most one group boundary (B >= groups): piece 1 is the tail of group g from step s0,
-    // piece 2 the head of group g + 1. Its A operand holds both K ranges one after the other (local
-    // steps), the weight ring streams on across the boundary, and the accumulators move aside there;
-    // after the main loop each piece's sums go out as one of its group's split-K partials, the last
-    // of a group's pieces to arrive summing them in piece order (deterministic for a given B).
-    static_assert(!FL || (SW && RB % 8 == 0 && !SC && CL == 1),
-                  "flat: the swapped route, steps of whole 128-feature blocks, no clusters");
     ESCHA_DEVICE static int group_index() { return SC ? (int)blockIdx.y : (int)blockIdx.x; }
     ESCHA_DEVICE static int split_index() { return SC ? (int)blockIdx.x : (int)blockIdx.y; }
     ESCHA_DEVICE static int split_count() { return SC ? (int)gridDim.x : (int)gridDim.y; }
@@ -178,7 +165,7 @@ struct FusedLinear {
     // block stages and publishes its sums: the finishing block then reads them from shared memory,
     // not with a memory round trip after the split-K partials' (stage_factors, store_rows).
     static constexpr int FACTOR_BYTES = COLS * (4 + 4 + 2);
-    static constexpr bool STAGED_FACTORS = HAS_ASYNC_COPY && TR_BYTES >= FACTOR_BYTES && WARPS >= 4 && !FL;
+    static constexpr bool STAGED_FACTORS = HAS_ASYNC_COPY && TR_BYTES >= FACTOR_BYTES && WARPS >= 4;
     // halves per row of A chunk c (the last one may be shorter)
     ESCHA_DEVICE static int chunk_halves(int c, int steps, int chunk_steps) {
         return min(chunk_steps, steps - c * chunk_steps) * 16 * RB;
@@ -198,33 +185,6 @@ struct FusedLinear {
         const half_t* xh; const int* xh_exp;           // XH: the A operand precomputed by prep.hip.j2
         int x_chunks;                                  // XH, sm_90: chunks it arrives in (1..XCHUNKS)
     };
-
-    // FL: this block's pieces (see FL above)
-    struct Flat {
-        int g, s0, n1, n2;            // piece 1: group g, steps s0 .. s0 + n1 - 1; piece 2: group g + 1, steps 0 .. n2 - 1
-        int slot1, count1, count2;    // piece 1's index among its group's pieces, their count; piece 2 is its group's first
-    };
-    // the block holding unit u (of U, over B blocks); U * B < 2^32 (the host checks)
-    ESCHA_DEVICE static u32 flat_block_of(u32 u, u32 U, u32 B) { return ((u + 1) * B - 1) / U; }
-    ESCHA_DEVICE static Flat flat_range(const Args& p) {
-        const u32 sg = (u32)p.IC / (16 * RB), U = (u32)(p.OC / COLS) * sg, B = gridDim.x, b = blockIdx.x;
-        const u32 u0 = b * U / B, n = (b + 1) * U / B - u0;
-        Flat f;
-        f.g = (int)(u0 / sg);
-        f.s0 = (int)(u0 - (u32)f.g * sg);
-        f.n1 = min((int)n, (int)sg - f.s0);
-        f.n2 = (int)n - f.n1;
-        const u32 lo = flat_block_of((u32)f.g * sg, U, B);
-        f.slot1 = (int)(b - lo);
-        f.count1 = (int)(flat_block_of((u32)(f.g + 1) * sg - 1, U, B) - lo) + 1;
-        f.count2 = f.n2 > 0 ? (int)(flat_block_of((u32)(f.g + 2) * sg - 1, U, B) - b) + 1 : 0;
-        return f;
-    }
-    // the input feature of the block's local feature lk (its A operand's column)
-    ESCHA_DEVICE static int flat_k(const Flat& f, int lk) {
-        const int l1 = f.n1 * 16 * RB;
-        return lk < l1 ? f.s0 * 16 * RB + lk : lk - l1;
-    }
 
     // XR > 0 (XH on sm_90, the fp16 route; kernels/fused.py FusedConfig.x_ring): the A operand lives
     // in a ring of XR chunks of KW steps (every wave reads every chunk), not the whole K range: chunk c
@@ -280,8 +240,7 @@ struct FusedLinear {
         if constexpr (!XH) grid_dependents_launch();
         const int lane = threadIdx.x % ESCHA_WAVE, wave = wave_index();
         const int wcol = wave % CW, kslice = wave / CW;             // tile-column wave, K slice
-        const Flat fl = FL ? flat_range(p) : Flat{};
-        const int g = FL ? fl.g : group_index(), split = FL ? 0 : split_index();
+        const int g = group_index(), split = split_index();
         const int xs_ld = (RING ? ring_halves(p) : p.k_split) + 8;  // halves; rows 16-byte aligned
         half_t* xs = reinterpret_cast<half_t*>(smem);               // [M][KR + 8] fp16 A operand
         u32* tr = reinterpret_cast<u32*>(smem + p.off_tr);
@@ -311,19 +270,15 @@ struct FusedLinear {
 
         // The wave's tile rows: step s covers rows row0 + s*RB .. +RB-1 of tile columns
         // g*8 + wcol*TPW .. +TPW-1; the wave takes steps kslice, kslice + KW, ... (my_steps of them).
-        const int k_begin = FL ? fl.s0 * 16 * RB : split * p.k_split;
+        const int k_begin = split * p.k_split;
         const int row0 = k_begin / 16;
-        const int steps = FL ? fl.n1 + fl.n2 : p.k_split / (16 * RB);
-        const int nkb_here = FL ? steps * RB / 8 : nkb;          // 128-feature blocks of this block
+        const int steps = p.k_split / (16 * RB);
         // (KW == 1 spelled out here and for the step below: the compiler cannot see kslice is 0 then)
         const int my_steps = KW == 1 ? steps : (steps - kslice + KW - 1) / KW;
         // XH: steps per A chunk (the word routes' A side comes in one, see main_loop_words)
         const int x_chunk_steps = WORDS ? steps : RING ? KW : (steps + p.x_chunks - 1) / p.x_chunks;
         const u32* src0 = reinterpret_cast<const u32*>(p.code) +
                           ((long long)(row0 + kslice * RB) * tiles_n + g * TILES_N + wcol * TPW) * W32;
-        // FL: piece 2's first word (group g + 1, step 0)
-        const u32* src_b = FL ? reinterpret_cast<const u32*>(p.code) + ((long long)(g + 1) * TILES_N + wcol * TPW) * W32
-                              : src0;
         // this lane's 16-byte pieces of a stage: shared offset and global offset, fixed per lane
         u32 piece_dst[PER_LANE];
         int piece_src[PER_LANE];
@@ -393,28 +348,19 @@ struct FusedLinear {
 #endif
         #pragma unroll
         for (int s = 0; s < STAGES - 1; ++s) {               // start streaming the weights at once
-            if (s < my_steps)
-                copy_slot(FL && s >= fl.n1 ? src_b + (s - fl.n1) * step_stride : src0 + s * step_stride,
-                          4u * (u32)(s * SLOT_WORDS), piece_dst, piece_src, lane);
+            if (s < my_steps) copy_slot(src0 + s * step_stride, 4u * (u32)(s * SLOT_WORDS), piece_dst, piece_src, lane);
             async_commit();
         }
         // The layer's scales do not depend on the previous kernel either: fetch the block's rin /
         // s_in (its K range; the prep kernel's, not ours, with XH) and rout / s_out / bias (its
         // columns) into L2 now, so that the prologue and the epilogue do not wait for HBM
-        // (FL: piece 1's K range and columns, then piece 2's)
-        #pragma unroll
-        for (int piece = 0; piece < (FL ? 2 : 1); ++piece) {
-            if (FL && piece == 1 && fl.n2 == 0) break;
-            const int k0 = piece ? 0 : k_begin, kn = FL ? (piece ? fl.n2 : fl.n1) * 16 * RB : p.k_split;
-            const int c0 = (g + piece) * COLS;
-            if constexpr (!XH) {
-                prefetch_l2_range(p.rin + k0, 2 * kn, threadIdx.x, blockDim.x);
-                if (p.s_in) prefetch_l2_range(p.s_in + k0, 4 * kn, threadIdx.x, blockDim.x);
-            }
-            prefetch_l2_range(p.rout + c0, 2 * COLS, threadIdx.x, blockDim.x);
-            if (p.s_out) prefetch_l2_range(p.s_out + c0, 4 * COLS, threadIdx.x, blockDim.x);
-            if (p.bias) prefetch_l2_range(p.bias + c0, 4 * COLS, threadIdx.x, blockDim.x);
+        if constexpr (!XH) {
+            prefetch_l2_range(p.rin + k_begin, 2 * p.k_split, threadIdx.x, blockDim.x);
+            if (p.s_in) prefetch_l2_range(p.s_in + k_begin, 4 * p.k_split, threadIdx.x, blockDim.x);
         }
+        prefetch_l2_range(p.rout + g * COLS, 2 * COLS, threadIdx.x, blockDim.x);
+        if (p.s_out) prefetch_l2_range(p.s_out + g * COLS, 4 * COLS, threadIdx.x, blockDim.x);
+        if (p.bias) prefetch_l2_range(p.bias + g * COLS, 4 * COLS, threadIdx.x, blockDim.x);
         // The block's shared state above (zero bytes, mask, row exponents, XH's chunk barriers) is
         // complete for every thread from here on: a barrier before the wait, off the path after it.
         __syncthreads();
@@ -452,16 +398,7 @@ struct FusedLinear {
             const int sent = RING ? min(nchunks, RING_AHEAD) : nchunks;
             // lane 0 of each wave: a bulk copy takes uniform operands (per-lane values would make a
             // 32-way loop); chunk-major, so that chunk 0's copies go out first
-            if (FL && lane == 0) {
-                // FL (one chunk): each row's two K ranges, one arrival with both copies' bytes
-                const int l1 = fl.n1 * 16 * RB, l2 = fl.n2 * 16 * RB;
-                for (int m = wave; m < p.M; m += WARPS) {
-                    const unsigned char* row = a_src + (long long)m * p.IC * EB;
-                    mbar_arrive_expect_tx(x_bars, (u32)((l1 + l2) * EB));
-                    bulk_copy_to_shared(a_smem + (u32)(m * a_ld * EB), row + (long long)k_begin * EB, (u32)(l1 * EB), x_bars);
-                    if (l2) bulk_copy_to_shared(a_smem + (u32)((m * a_ld + l1) * EB), row, (u32)(l2 * EB), x_bars);
-                }
-            } else if (lane == 0)
+            if (lane == 0)
                 for (int t = wave; t < p.M * sent; t += WARPS) {
                     const int c = t / p.M, m = t - c * p.M;
                     const int k0 = c * x_chunk_steps * 16 * RB;
@@ -472,13 +409,13 @@ struct FusedLinear {
                 }
 #else
             // ---- its rows' K range in one piece
-            const int pieces_row = (FL ? steps * 16 * RB : p.k_split) * EB / 16;   // 16-byte pieces per row
+            const int pieces_row = p.k_split * EB / 16;         // 16-byte pieces per row
             const DivMod by_row(pieces_row);                    // pieces < 2^22
             for (int c = threadIdx.x; c < p.M * pieces_row; c += blockDim.x) {
                 int m, o;
                 by_row(c, m, o);
-                const int k = FL ? flat_k(fl, 16 * o / EB) : k_begin + 16 * o / EB;    // (pieces do not straddle)
-                async_copy16(a_smem + (u32)(m * a_ld * EB + 16 * o), a_src + ((long long)m * p.IC + k) * EB);
+                async_copy16(a_smem + (u32)(m * a_ld * EB + 16 * o),
+                             a_src + ((long long)m * p.IC + k_begin) * EB + 16 * o);
             }
 #endif
             if constexpr (SW && CB == CB_MUL1) {
@@ -486,12 +423,11 @@ struct FusedLinear {
                 // [M][nkb] (in flight with the main loop's first weight stage; totalled after it)
                 const float* sums =
                     reinterpret_cast<const float*>(reinterpret_cast<const u32*>(p.xh) + (long long)p.M * p.IC);
-                const DivMod by_kb(nkb_here);
-                for (int t = threadIdx.x; t < p.M * nkb_here; t += blockDim.x) {
+                const DivMod by_kb(nkb);
+                for (int t = threadIdx.x; t < p.M * nkb; t += blockDim.x) {
                     int m, kb;
                     by_kb(t, m, kb);
-                    const int gkb = FL ? flat_k(fl, 128 * kb) / 128 : k_begin / 128 + kb;
-                    async_copy4(smem_addr(q_scale + m * nkb + kb), sums + (long long)m * (p.IC / 128) + gkb);
+                    async_copy4(smem_addr(q_scale + t), sums + (long long)m * (p.IC / 128) + k_begin / 128 + kb);
                 }
             }
             for (int t = threadIdx.x; t < MP; t += blockDim.x) row_exp[t] = t < p.M ? p.xh_exp[t] : 0;
@@ -519,10 +455,7 @@ struct FusedLinear {
                     if (lane == 0) q_scale[m * nkb + kb] = sum;
                 }
             }, x_ex);
-            if constexpr (CB == CB_MUL1) {
-                if constexpr (FL) flat_totals(p, q_scale, fl);
-                else row_totals(p, q_scale, 1.f);
-            }
+            if constexpr (CB == CB_MUL1) row_totals(p, q_scale, 1.f);
         } else {
             // ---- prologue: the block's K range of x -> scaled, Hadamard-rotated fp16 A operand
             prologue_f16(p, row_exp, flag + 2, lane, wave, [&](int m, int kb, const float (&v)[4], float scale, bool share) {
@@ -545,11 +478,10 @@ struct FusedLinear {
         ESCHA_TRACE(2);                                      // A operand ready
         float acc[MT][TPW][mu::ACC];
         fill(acc, 0.f);
-        float acc1[FL ? MT : 1][TPW][mu::ACC];           // FL: piece 1's sums (the main loop moves them here)
         if constexpr (WORDS) {
             const u32 mask = reinterpret_cast<const u32*>(flag)[1];
             main_loop_words(p, acc, xq, xq_ld, q_scale, zero16, src0, step_stride, piece_dst, piece_src, lane_words,
-                            dec, steps, lane, mask, x_bars, FL ? fl.n1 : steps, src_b, acc1);
+                            dec, steps, lane, mask, x_bars);
         } else {
         // A operand addresses of this lane (ldmatrix: lane l supplies row l % 16); rows >= M read
         // the zero bytes instead (their column step is 0: RB x 32 of them are read, so that a step's RB
@@ -681,21 +613,11 @@ struct FusedLinear {
         float* const f_s_out = red - TR_BYTES / 4;
         if constexpr (STAGED_FACTORS) stage_factors(p, reinterpret_cast<u32*>(f_s_out));
         // the swapped route's mul1 sums from the prep kernel (copied in with the first stage): totals
-        if constexpr (XH && SW && CB == CB_MUL1) {
-            if constexpr (FL) flat_totals(p, q_scale, fl);
-            else row_totals(p, q_scale, 1.f);
-        }
+        if constexpr (XH && SW && CB == CB_MUL1) row_totals(p, q_scale, 1.f);
         ESCHA_TRACE(3);                                      // main loop done (all waves)
         // With the prep kernel (XH), the next call's prep grid may be scheduled from here on (it
         // waits in-kernel for this grid to end): its launch overlaps this epilogue.
         if constexpr (XH) grid_dependents_launch();
-        if constexpr (FL) {
-            // piece 1 (its sums moved aside at the boundary), then piece 2; mul1: each piece's sums
-            // of x (flat_totals: row m's at q_scale[m * nkb] and q_scale[m * nkb + nkb - 1])
-            finish_piece(p, acc1[0], fl.g, fl.slot1, fl.count1, q_scale, nkb, red, row_exp, flag, lane, wave);
-            if (fl.n2 > 0) finish_piece(p, acc[0], fl.g + 1, 0, fl.count2, q_scale + nkb - 1, nkb, red, row_exp, flag, lane, wave);
-            return;
-        }
 
         // ---- epilogue: up to EM m tiles at a time through shared memory [16 * EM][COLS], then one
         // pass out (their partial, or y). MT > 1: staged in the A operand's region, free after the
@@ -761,7 +683,7 @@ struct FusedLinear {
                 }
                 if constexpr (STAGED_FACTORS) async_wait<0>();
                 __syncthreads();
-                store_rows(p, st, f_s_out, 0, lane, wave, g);
+                store_rows(p, st, f_s_out, 0, lane, wave);
                 ESCHA_TRACE(6);                              // split 0: y written
                 return;
             }
@@ -774,7 +696,7 @@ struct FusedLinear {
                             *reinterpret_cast<const f32x4*>(st + r * RED_LD + c);
                 }
             } else {
-                store_rows(p, st, f_s_out, 16 * a0, lane, wave, g);
+                store_rows(p, st, f_s_out, 16 * a0, lane, wave);
             }
             __syncthreads();
         }
@@ -806,7 +728,7 @@ struct FusedLinear {
             }
             if constexpr (STAGED_FACTORS) async_wait<0>();  // the output factors (read by store_rows)
             __syncthreads();
-            store_rows(p, st, f_s_out, m0, lane, wave, g);
+            store_rows(p, st, f_s_out, m0, lane, wave);
             __syncthreads();
         }
         if (threadIdx.x == 0) p.counters[g] = 0;            // ready for the next call
@@ -851,69 +773,6 @@ struct FusedLinear {
         row_totals(p, q_off, MUL1_OFFSET);
     }
 
-    template <typename T>
-    ESCHA_DEVICE static void copy_acc(T (&d)[TPW][mu::ACC], const T (&s)[TPW][mu::ACC]) {
-        #pragma unroll
-        for (int b = 0; b < TPW; ++b)
-            #pragma unroll
-            for (int i = 0; i < mu::ACC; ++i) d[b][i] = s[b][i];
-    }
-
-    // FL, mul1: row_totals per piece: row m's sums of x over piece 1's 128-blocks into t[m * nkb],
-    // over piece 2's into t[m * nkb + nkb - 1] (nkb = k_split / 128, the stride; a block with two
-    // pieces has >= 2 blocks); then a block barrier.
-    ESCHA_DEVICE static void flat_totals(const Args& p, float* t, const Flat& f) {
-        const int nkb = p.k_split / 128, k1 = f.n1 * RB / 8, kn = (f.n1 + f.n2) * RB / 8;
-        for (int m = threadIdx.x; m < p.M; m += blockDim.x) {
-            float o1 = 0.f, o2 = 0.f;
-            for (int kb = 0; kb < k1; ++kb) o1 += t[m * nkb + kb];
-            for (int kb = k1; kb < kn; ++kb) o2 += t[m * nkb + kb];
-            t[m * nkb] = o1;
-            if (kn > k1) t[m * nkb + nkb - 1] = o2;
-        }
-        __syncthreads();
-    }
-
-    // FL: one piece's sums (column group g, its slot-th of `count` pieces) -> its split-K partial, or
-    // with one piece straight to y; the last of the group's pieces to count sums them in slot order
-    // and writes y (the workspace route's epilogue, per piece). Leaves `red` and *flag free.
-    ESCHA_DEVICE static void finish_piece(const Args& p, const float (&acc)[TPW][mu::ACC], int g, int slot, int count,
-                                          const float* xsum, int nkb, float* red, const int* row_exp, int* flag,
-                                          int lane, int wave) {
-        stage_rows_sw(red, acc, row_exp, xsum, nkb, lane, wave);
-        __syncthreads();
-        if (count == 1) {
-            store_rows(p, red, nullptr, 0, lane, wave, g);
-            __syncthreads();
-            return;
-        }
-        for (int t = threadIdx.x; t < p.M * COLS / 4; t += blockDim.x) {
-            const int m = t / (COLS / 4), c = 4 * (t % (COLS / 4));
-            *reinterpret_cast<f32x4*>(p.ws + ((long long)slot * p.M + m) * p.OC + g * COLS + c) =
-                *reinterpret_cast<const f32x4*>(red + m * RED_LD + c);
-        }
-        partials_release();
-        __syncthreads();
-        if (threadIdx.x == 0) *flag = atomic_add_acq_rel(p.counters + g, 1) == count - 1;
-        __syncthreads();
-        if (!*flag) return;                                 // block-uniform
-        partials_acquire();
-        for (int t = threadIdx.x; t < p.M * COLS / 4; t += blockDim.x) {
-            const int m = t / (COLS / 4), c = 4 * (t % (COLS / 4));
-            f32x4 sum = {0.f, 0.f, 0.f, 0.f};
-            for (int s = 0; s < count; ++s) {               // fixed order: deterministic
-                const f32x4 v = load_coherent(reinterpret_cast<const f32x4*>(
-                    p.ws + ((long long)s * p.M + m) * p.OC + g * COLS + c));
-                sum.x += v.x; sum.y += v.y; sum.z += v.z; sum.w += v.w;
-            }
-            *reinterpret_cast<f32x4*>(red + m * RED_LD + c) = sum;
-        }
-        __syncthreads();
-        store_rows(p, red, nullptr, 0, lane, wave, g);
-        __syncthreads();                                    // (red and *flag reused by the next piece)
-        if (threadIdx.x == 0) p.counters[g] = 0;            // ready for the next call
-    }
-
     // t[m * nkb] = scale * the sum over the block's 128-blocks kb of t[m * nkb + kb], per row m < M,
     // in a fixed order (deterministic); then a block barrier.
     ESCHA_DEVICE static void row_totals(const Args& p, float* t, float scale) {
@@ -939,8 +798,7 @@ struct FusedLinear {
                                              const float* q_scale, const half_t* zero, const u32* src0,
                                              long long step_stride, const u32 (&piece_dst)[PER_LANE],
                                              const int (&piece_src)[PER_LANE], const LW& lane_words, const Dec& dec,
-                                             int steps, int lane, u32 mask, u32 x_bar, int n1, const u32* src_b,
-                                             float (&acc1)[FL ? MT : 1][TPW][mu::ACC]) {
+                                             int steps, int lane, u32 mask, u32 x_bar) {
         constexpr int NW = Dec::NW;
         const int nkb = p.k_split / 128;
         u32 a_addr[MT][2], a_step[MT][2];
@@ -966,23 +824,13 @@ struct FusedLinear {
         int dpart[TPW][mu::I8_DOT_COLS];
         fill(dpart, 0);
         RingCursor ring_at(src0, step_stride);
-        // FL: steps n1.. stream from piece 2's first word src_b (the first STAGES - 1 were sent by run())
-        if (FL && n1 < STAGES - 1) ring_at.src = src_b + (STAGES - 1 - n1) * step_stride;
 #if ESCHA_XH_CHUNKS
         // XH: the A operand arrives as one chunk (x_chunk_steps = steps here): waited for before
         // the loop. A wait per chunk inside it cost ptxas 5-46 instructions per step (a test per
         // step) or 96 -> 114 registers (a loop over chunks around the step loop).
         if constexpr (XH) mbar_wait(x_bar, 0);
 #endif
-        // FL: the steps in three runs of the same loop, the piece changes between them and not tested
-        // in it (a test per step cost ptxas 14-43 instructions per step): up to the step whose copy
-        // ahead is piece 2's first (the ring's source moves to piece 2), up to piece 2's first step
-        // (piece 1's sums move to acc1), to the end
-        int step = 0;
-        #pragma unroll 1
-        for (int run = 0; run < (FL ? 3 : 1); ++run) {
-        const int run_end = !FL || run == 2 ? steps : run == 1 ? n1 : max(0, n1 - (STAGES - 1));
-        for (; step < run_end; ++step) {
+        for (int step = 0; step < steps; ++step) {
             async_wait<STAGES - 2>();
             wave_sync();
             if (step + STAGES - 1 < steps) copy_slot(ring_at.src, ring_at.write, piece_dst, piece_src, lane);
@@ -1078,14 +926,6 @@ struct FusedLinear {
             ring_at.advance(step_stride);
             wave_sync();      // every lane done reading this slot before it is refilled
         }
-        if constexpr (FL) {
-            if (run == 0 && n1 >= STAGES - 1) ring_at.src = src_b;  // the next copy is piece 2's first step
-            if (run == 1) {                                         // piece 1 done: its sums aside
-                copy_acc(acc1[0], acc[0]);
-                fill(acc, 0.f);
-            }
-        }
-        }   // runs
     }
 
     // A wave's place in its ring, advanced once per step: the slot being decoded (bytes from slot 0),
@@ -1123,10 +963,9 @@ struct FusedLinear {
     template <int BATCH, bool SHARE = false, typename Keep, typename Visit>
     ESCHA_DEVICE static void rotated_items(const Args& p, int lane, int wave, Keep keep, Visit visit) {
         constexpr int CS = SHARE ? CL : 1;                   // blocks the items are dealt to
-        const Flat fl = FL ? flat_range(p) : Flat{};
-        const int nkb = FL ? (fl.n1 + fl.n2) * RB / 8 : p.k_split / 128, items = p.M * nkb;
+        const int nkb = p.k_split / 128, items = p.M * nkb;
         const DivMod by_nkb(nkb);                            // item -> (row, 128-block): items < 2^22
-        const int k_begin = FL ? 0 : split_index() * p.k_split;
+        const int k_begin = split_index() * p.k_split;
         const bool vec = p.in_valid == p.IC && (p.ldx % 8) == 0 && (reinterpret_cast<u64>(p.x) % 16) == 0;
         // SHARE: wave w of the block of rank r takes items r*WARPS + w + k*CL*WARPS (the cluster's
         // blocks interleave in runs of WARPS items; cluster_bytes_in counts them)
@@ -1138,8 +977,7 @@ struct FusedLinear {
             for (int u = 0; u < BATCH; ++u) {
                 int m, kb;
                 by_nkb(item0 + u * WARPS * CS, m, kb);
-                const int k = FL ? flat_k(fl, kb * 128) : k_begin + kb * 128;
-                if (item0 + u * WARPS * CS < items && keep(m)) load_raw4(p, m, k + 4 * lane, vec, raw[u]);
+                if (item0 + u * WARPS * CS < items && keep(m)) load_raw4(p, m, k_begin + kb * 128 + 4 * lane, vec, raw[u]);
             }
 #endif
             #pragma unroll
@@ -1343,7 +1181,7 @@ struct FusedLinear {
     // memory; per row either way (loaded once per call, ptxas kept them in registers across the
     // finishing block's unrolled partial loads, the register peak of some kernels: +8..+24).
     ESCHA_DEVICE static void store_rows(const Args& p, const float* red, const float* f_s_out, int m0, int lane,
-                                        int wave, int g) {
+                                        int wave) {
         const int c = 4 * lane;
         const float* s_out = opaque_ptr(p.s_out);
         const float* bias = opaque_ptr(p.bias);
@@ -1354,8 +1192,8 @@ struct FusedLinear {
             const OutFactors f = STAGED_FACTORS
                 ? out_factors(c, reinterpret_cast<const half_t*>(f_s_out + 2 * COLS), s_out ? f_s_out : nullptr,
                               bias ? f_s_out + COLS : nullptr)
-                : out_factors(g * COLS + c, p.rout, s_out, bias);
-            finish_row128(v, lane, HAD128_SCALE, f, s_out != nullptr, bias != nullptr, g * COLS + c,
+                : out_factors(group_index() * COLS + c, p.rout, s_out, bias);
+            finish_row128(v, lane, HAD128_SCALE, f, s_out != nullptr, bias != nullptr, group_index() * COLS + c,
                           p.out_valid, p.y, (long long)(m0 + r) * p.ldy);
         }
     }
