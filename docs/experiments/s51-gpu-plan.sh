@@ -46,5 +46,16 @@ case "${1:-}" in
       --variants "$F;$F,blocks_per_sm=4;$F,blocks_per_sm=2" \
       --out "$OUT/flatshapes_${TAG:-s51}.json" > "$OUT/flatshapes_${TAG:-s51}.log" 2>&1
     grep -E "^[0-9]+x[0-9]+" "$OUT/flatshapes_${TAG:-s51}.log" | sed 's/flat=1,splits=1,split_cluster=0,rows_per_stage=8/F/g' ;;
-  *) echo "usage: $0 decode|twins|flat|flatdiag|flatshapes"; exit 2 ;;
+  sc4)   # (any card) split clusters of 4-wave blocks on the 32-group shapes (4096x4096, 14336x4096;
+    # M = 1 / 4, K2 mcg / K3 mul1 / K4 mcg, f16): clusters of 8 four-wave blocks span 2 SMs at 4 per SM,
+    # where the tuned 8-wave entries' clusters of 8 hold 240 of 264 slots (session 47); 3 rounds
+    export ESCHA_JIT_CACHE_DIR=/tmp/ecs
+    P=""; for s in 4096x4096 14336x4096; do for kc in 2:mcg 3:mul1 4:mcg; do for M in 1 4; do
+      P="$P,$s:$kc:$M"; done; done; done
+    W="warps=4,blocks_per_sm=4"
+    timeout ${T:-400} python3 benchmarks/bench_variants.py --problems "${P#,}" --dtypes f16 --rounds ${ROUNDS:-3} \
+      --variants "$W;$W,split_cluster=1;$W,split_cluster=1,rows_per_stage=8;$W,split_cluster=1,splits=4" \
+      --out "$OUT/sc4_${TAG:-s51}.json" > "$OUT/sc4_${TAG:-s51}.log" 2>&1
+    grep -E "^[0-9]+x[0-9]+" "$OUT/sc4_${TAG:-s51}.log" | sed 's/warps=4,blocks_per_sm=4/W/g' ;;
+  *) echo "usage: $0 decode|twins|flat|flatdiag|flatshapes|sc4"; exit 2 ;;
 esac
