@@ -57,5 +57,17 @@ case "${1:-}" in
       --variants "$W;$W,split_cluster=1;$W,split_cluster=1,rows_per_stage=8;$W,split_cluster=1,splits=4" \
       --out "$OUT/sc4_${TAG:-s51}.json" > "$OUT/sc4_${TAG:-s51}.log" 2>&1
     grep -E "^[0-9]+x[0-9]+" "$OUT/sc4_${TAG:-s51}.log" | sed 's/warps=4,blocks_per_sm=4/W/g' ;;
-  *) echo "usage: $0 decode|twins|flat|flatdiag|flatshapes|sc4"; exit 2 ;;
+  rescan)   # (any card) the K3 / K4 mcg entries (whose swapped loops sessions 49-50 changed) against
+    # their neighbours in stages and tile rows per stage, f16, 3 rounds; entries >= 3 % faster written
+    # to $OUT/sm_90_rescan_$TAG.json (a candidate table: to be confirmed by an A/B before it ships)
+    export ESCHA_JIT_CACHE_DIR=/tmp/ecr PYTHONPATH=$PWD
+    for v in stages=2 stages=3 rows_per_stage=8 rows_per_stage=16; do
+      python3 scripts/prebuild_variant.py --set $v 2>&1 | tail -1; done
+    P=""; for s in 4096x4096 4096x14336 14336x4096 8192x28672; do for K in 3 4; do for M in 1 4 16; do
+      P="$P,$s:$K:mcg:$M"; done; done; done
+    timeout ${T:-420} python3 benchmarks/bench_variants.py --problems "${P#,}" --dtypes f16 --rounds ${ROUNDS:-3} \
+      --variants "stages=2;stages=3;rows_per_stage=8;rows_per_stage=16" --min-gain 0.03 \
+      --out "$OUT/rescan_${TAG:-s51}.json" --adopt "$OUT/sm_90_rescan_${TAG:-s51}.json" > "$OUT/rescan_${TAG:-s51}.log" 2>&1
+    grep -E "^[0-9]+x[0-9]+" "$OUT/rescan_${TAG:-s51}.log" | cut -c1-200; tail -1 "$OUT/rescan_${TAG:-s51}.log" ;;
+  *) echo "usage: $0 decode|twins|flat|flatdiag|flatshapes|sc4|rescan"; exit 2 ;;
 esac
