@@ -69,5 +69,25 @@ case "${1:-}" in
       --variants "stages=2;stages=3;rows_per_stage=8;rows_per_stage=16" --min-gain 0.03 \
       --out "$OUT/rescan_${TAG:-s51}.json" --adopt "$OUT/sm_90_rescan_${TAG:-s51}.json" > "$OUT/rescan_${TAG:-s51}.log" 2>&1
     grep -E "^[0-9]+x[0-9]+" "$OUT/rescan_${TAG:-s51}.log" | cut -c1-200; tail -1 "$OUT/rescan_${TAG:-s51}.log" ;;
-  *) echo "usage: $0 decode|twins|flat|flatdiag|flatshapes|sc4|rescan"; exit 2 ;;
+  m16bound)   # (any card) the owner / helper lever's bound before building it (docs/DECODE_BOUNDS.md,
+    # "Balancing 4096x14336"): each 4096x14336 M = 16 f16 entry's own configuration on 4096x14336 and on
+    # 3584x14336 (an owner's 14 of 16 steps, no helper partial to wait for), 3 rounds; the ratio is the
+    # most a helper scheme could take off the call before its tail
+    export ESCHA_JIT_CACHE_DIR=/tmp/ecm PYTHONPATH=$PWD
+    python3 - "$OUT" <<'PY'
+import json, subprocess, sys
+out = sys.argv[1]
+t = json.load(open("tuning/sm_90.json"))["entries"]
+for K in ("2", "3", "4"):
+    for cb in ("mcg", "mul1"):
+        e = t[f"fused|K{K}|{cb}|4096x14336|f16|M16"]
+        c = {k: v for k, v in e["config"].items() if k not in ("diag",)}
+        var = ",".join(f"{k}={int(v)}" for k, v in c.items()) + f",splits=1,blocks_per_sm={e['launch']['blocks_per_sm']}"
+        probs = f"4096x14336:{K}:{cb}:16,3584x14336:{K}:{cb}:16"
+        subprocess.run(["python3", "benchmarks/bench_variants.py", "--problems", probs, "--dtypes", "f16",
+                        "--rounds", "3", "--variants", var, "--out", f"{out}/m16bound_K{K}_{cb}.json"],
+                       check=False, timeout=120)
+PY
+    ;;
+  *) echo "usage: $0 decode|twins|flat|flatdiag|flatshapes|sc4|rescan|m16bound"; exit 2 ;;
 esac
