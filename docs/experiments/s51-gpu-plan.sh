@@ -5,9 +5,10 @@
 #   twins   session 50's four twin-adopted table entries against the configs they replaced
 # flat, flatdiag, flatshapes: FusedConfig.flat, built and dropped in session 51 (RESULTS.md): the
 # steps patch this checkout with docs/experiments/s51-flat.diff first.
-#   flat    (any card: ANY_GPU=1) FusedConfig.flat: its GPU tests with the swapped route's, then the 24
-#           4096x14336 M = 1 / 4 cells (f16) against flat variants of their tuned entries (3 rounds,
+#   flat    (any card: ANY_GPU=1) FusedConfig.flat: its GPU tests with the swapped route's, then the 12
+#           f16 cells of 4096x14336 M = 1 / 4 against flat variants of their tuned entries (3 rounds,
 #           order alternating; bench_variants.py)
+# Any card (ANY_GPU=1), each described at its step: sc4, rescan (not run yet), m16bound (not run yet).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-.out}; mkdir -p "$OUT"
