@@ -38,8 +38,9 @@ from escha_jit.trellis import tile_words  # noqa: E402
 
 SHAPES = [(4096, 4096), (4096, 14336), (14336, 4096), (8192, 28672)]
 L2_BYTES = 60 << 20
-BASELINE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "baselines", "h200_exl3_graph.json")
-BASELINE_BF16 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "baselines", "h200_bf16_perfmd.json")
+BASELINES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "baselines")
+BASELINE = os.path.join(BASELINES, "h200_exl3_graph.json")
+BASELINE_BF16 = os.path.join(BASELINES, "h200_bf16_perfmd.json")
 
 
 def perfmd_bf16() -> dict[tuple[int, int, int], float]:
