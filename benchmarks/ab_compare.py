@@ -1,4 +1,4 @@
-"""Compare interleaved runs of bench_linear.py (or bench_gemm_parts.py) over N trees: files go A, B,
+"""Compare interleaved runs of bench_linear.py (or bench_gemm_parts.py, bench_dense_weight.py) over N trees: files go A, B,
 ..., A, B, ... (rounds).
 
 Prints, per decode cell (shape, K, codebook, M, dtype), each tree's median time over the rounds and
@@ -16,9 +16,12 @@ from collections import defaultdict
 
 
 def cells(path: str) -> dict:
-    """Cell -> us per call: bench_linear.py's coded cells, or bench_gemm_parts.py's whole coded GEMM
-    calls (prep + GEMM, fp16 activations and outputs)."""
+    """Cell -> us per call: bench_linear.py's coded cells, bench_gemm_parts.py's whole coded GEMM
+    calls (prep + GEMM, fp16 activations and outputs), or bench_dense_weight.py's weight builds
+    (M shown as 0, the dtype the weight's)."""
     rows = json.load(open(path))["rows"]
+    if rows and "M" not in rows[0]:
+        return {(r["IC"], r["OC"], r["K"], r["codebook"], 0, r["dtype"], "build"): r["us"] for r in rows}
     if rows and "gemm_us" in rows[0]:
         return {(r["IC"], r["OC"], r["K"], r["codebook"], r["M"], "f16", "gemm"): r["gemm_us"] for r in rows}
     return {(r["IC"], r["OC"], r["K"], r["codebook"], r["M"], r["dtype"], r.get("act", "none")): r["us"]

@@ -1,5 +1,6 @@
 """benchmarks/ab_compare.py: the per-cell medians and ratios an interleaved A/B reports, for
-bench_linear.py's decode cells and bench_gemm_parts.py's coded GEMM calls."""
+bench_linear.py's decode cells, bench_gemm_parts.py's coded GEMM calls and bench_dense_weight.py's
+weight builds."""
 import importlib.util
 import json
 import os
@@ -42,6 +43,16 @@ def test_gemm_parts_rows_compare_whole_calls(tmp_path, capsys):
     ab_compare.main(files)
     out = capsys.readouterr().out
     assert "B/A M = 1024: geomean 0.9500" in out and "80.00    76.00  0.950" in out
+
+
+def test_dense_weight_builds_compare_per_dtype(tmp_path, capsys):
+    def rows(us16, us_bf):
+        return [dict(IC=4096, OC=14336, K=2.0, codebook="mul1", dtype="f16", us=us16, weights_per_s=1.0, gb_s=1.0),
+                dict(IC=4096, OC=14336, K=2.0, codebook="mul1", dtype="bf16", us=us_bf, weights_per_s=1.0, gb_s=1.0)]
+    files = [_write(tmp_path, "a.json", rows(80.0, 90.0)), _write(tmp_path, "b.json", rows(60.0, 72.0))]
+    ab_compare.main(files)
+    out = capsys.readouterr().out
+    assert "B/A M = 0: geomean 0.7746" in out and "80.00    60.00  0.750" in out and "90.00    72.00  0.800" in out
 
 
 def test_wrong_file_count_is_refused(tmp_path):

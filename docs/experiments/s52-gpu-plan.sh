@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Session 52's device runs: the dense weight (prefill path) with the output side's 16-point
+# transform on the matrix unit (templates/dense.hip.j2, P = H128 . What rounded to fp16 once).
+# Any card; the reply names it. Build the trees first (ab/ is git-ignored: carry=["ab"]):
+#   rm -rf ab && mkdir -p ab/O ab/N && git archive b9ac71c escha_jit templates tuning | tar -x -C ab/O \
+#     && git archive HEAD escha_jit templates tuning | tar -x -C ab/N
+#   tests    the dense-weight, unfused-linear and route GPU tests of this checkout
+#   dense    bench_dense_weight.py (the build alone, 4 shapes x K 2/3/4 x mcg/mul1, fp16 and bf16 W)
+#            on ab/O (before) and ab/N (after), ROUNDS rounds, order alternating; ab_compare.py
+#   prefill  bench_linear.py's prefill cells (M = 1024 / 4096, every shape, K, codebook, dtype) on
+#            ab/O and ab/N, one round per call (ROUND=1, 2, ...: order alternating by round); compare
+#            the rounds' files where they come back: benchmarks/ab_compare.py O1 N1 O2 N2 ...
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-.out}; mkdir -p "$OUT"
+TAG=${TAG:-s52}
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+export PYTHONUNBUFFERED=1 ESCHA_JIT_CACHE_DIR=${ESCHA_JIT_CACHE_DIR:-/tmp/ec52}
+rm -f "$ESCHA_JIT_CACHE_DIR"/tuning/*.json
+for tree in ab/O ab/N; do mkdir -p "$tree/benchmarks" && cp -r benchmarks/*.py benchmarks/baselines "$tree/benchmarks/"; done
+order() { if [ $(($1 % 2)) = 1 ]; then echo "O N"; else echo "N O"; fi; }
+case "${1:-}" in
+  tests)
+    timeout ${T:-300} python3 -m pytest -q -n 8 tests/test_gpu_kernels.py tests/test_gpu_gemm.py tests/test_gpu_autotune.py \
+      -k "dense or unfused or route or linear" > "$OUT/pytest_dense_${TAG}.log" 2>&1
+    tail -3 "$OUT/pytest_dense_${TAG}.log" ;;
+  dense)
+    files=()
+    for r in $(seq 1 "${ROUNDS:-2}"); do
+      for t in $(order "$r"); do
+        timeout 200 python3 "ab/$t/benchmarks/bench_dense_weight.py" --dtypes f16,bf16 \
+          --out "$OUT/dense_${t}$r.json" > "$OUT/dense_${t}$r.log" 2>&1 || echo "dense $t$r failed: $(tail -2 "$OUT/dense_${t}$r.log")"
+      done
+      files+=("$OUT/dense_O$r.json" "$OUT/dense_N$r.json")
+    done
+    python3 benchmarks/ab_compare.py "${files[@]}" | tee "$OUT/ab_dense_${TAG}.txt" | tail -4 ;;
+  prefill)
+    r=${ROUND:-1}; mkdir -p "$OUT/prefill_ab"
+    for t in $(order "$r"); do
+      timeout ${T:-280} python3 "ab/$t/benchmarks/bench_linear.py" --ms= --prefill-ms=1024,4096 \
+        --out "$OUT/prefill_ab/prefill_${t}$r.json" > "$OUT/prefill_ab/prefill_${t}$r.log" 2>&1 \
+        || echo "prefill $t$r failed: $(tail -2 "$OUT/prefill_ab/prefill_${t}$r.log")"
+      tail -2 "$OUT/prefill_ab/prefill_${t}$r.log"
+    done ;;
+  *) echo "usage: $0 tests|dense|prefill"; exit 2 ;;
+esac
