@@ -10,6 +10,7 @@
 #   prefill  bench_linear.py's prefill cells (M = 1024 / 4096, every shape, K, codebook, dtype) on
 #            ab/O and ab/N, one round per call (ROUND=1, 2, ...: order alternating by round); compare
 #            the rounds' files where they come back: benchmarks/ab_compare.py O1 N1 O2 N2 ...
+#   routes   the M = 1024 route entries (dense / coded GEMM / fused) measured again (BUCKETS=...)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-.out}; mkdir -p "$OUT"
@@ -42,5 +43,11 @@ case "${1:-}" in
         || echo "prefill $t$r failed: $(tail -2 "$OUT/prefill_ab/prefill_${t}$r.log")"
       tail -2 "$OUT/prefill_ab/prefill_${t}$r.log"
     done ;;
-  *) echo "usage: $0 tests|dense|prefill"; exit 2 ;;
+  routes)   # the route entries of BUCKETS (default 1024) on the PERF.md shapes, measured again with this
+    # checkout's kernels, merged onto the shipped table: $OUT/sm_90_routes_${TAG}.json
+    timeout ${T:-500} python3 benchmarks/tune_shapes.py --buckets= --route-buckets ${BUCKETS:-1024} \
+      --shapes 4096x4096,4096x14336,14336x4096,8192x28672 --onto tuning/sm_90.json \
+      --out "$OUT/sm_90_routes_${TAG}.json" --report "$OUT/routes_report_${TAG}.json" > "$OUT/routes_${TAG}.log" 2>&1
+    tail -3 "$OUT/routes_${TAG}.log" ;;
+  *) echo "usage: $0 tests|dense|prefill|routes"; exit 2 ;;
 esac
