@@ -4,7 +4,7 @@
 # Any card; the reply names it. Build the trees first (ab/ is git-ignored: carry=["ab"]):
 #   rm -rf ab && mkdir -p ab/O ab/N && git archive b9ac71c escha_jit templates tuning | tar -x -C ab/O \
 #     && git archive HEAD escha_jit templates tuning | tar -x -C ab/N
-#   tests    the dense-weight, unfused-linear and route GPU tests of this checkout
+#   tests    the dense-weight and unfused-linear (dense-path) GPU tests of this checkout
 #   dense    bench_dense_weight.py (the build alone, 4 shapes x K 2/3/4 x mcg/mul1, fp16 and bf16 W)
 #            on ab/O (before) and ab/N (after), ROUNDS rounds, order alternating; ab_compare.py
 #   prefill  bench_linear.py's prefill cells (M = 1024 / 4096, every shape, K, codebook, dtype) on
@@ -22,8 +22,8 @@ for tree in ab/O ab/N; do mkdir -p "$tree/benchmarks" && cp -r benchmarks/*.py b
 order() { if [ $(($1 % 2)) = 1 ]; then echo "O N"; else echo "N O"; fi; }
 case "${1:-}" in
   tests)
-    timeout ${T:-300} python3 -m pytest -q -n 8 tests/test_gpu_kernels.py tests/test_gpu_gemm.py tests/test_gpu_autotune.py \
-      -k "dense or unfused or route or linear" > "$OUT/pytest_dense_${TAG}.log" 2>&1
+    timeout ${T:-300} python3 -m pytest -q -n 8 tests/test_gpu_kernels.py -k "dense or unfused" \
+      > "$OUT/pytest_dense_${TAG}.log" 2>&1
     tail -3 "$OUT/pytest_dense_${TAG}.log" ;;
   dense)
     files=()
