@@ -5,7 +5,7 @@
 #   rm -rf ab && mkdir -p ab/O ab/N && git archive b9ac71c escha_jit templates tuning | tar -x -C ab/O \
 #     && git archive HEAD escha_jit templates tuning | tar -x -C ab/N
 #   tests    the dense-weight and unfused-linear (dense-path) GPU tests of this checkout
-#   dense    bench_dense_weight.py (the build alone, 4 shapes x K 2/3/4 x mcg/mul1, fp16 and bf16 W)
+#   dense    bench_dense_weight.py (the build alone, 4 shapes x K 2/3/4 x mcg/mul1, DTYPES of W: f16)
 #            on ab/O (before) and ab/N (after), ROUNDS rounds, order alternating; ab_compare.py
 #   prefill  bench_linear.py's prefill cells (M = 1024 / 4096, every shape, K, codebook, dtype) on
 #            ab/O and ab/N, one round per call (ROUND=1, 2, ...: order alternating by round); compare
@@ -29,7 +29,7 @@ case "${1:-}" in
     files=()
     for r in $(seq 1 "${ROUNDS:-2}"); do
       for t in $(order "$r"); do
-        timeout 200 python3 "ab/$t/benchmarks/bench_dense_weight.py" --dtypes f16,bf16 \
+        timeout 200 python3 "ab/$t/benchmarks/bench_dense_weight.py" --dtypes ${DTYPES:-f16} \
           --out "$OUT/dense_${t}$r.json" > "$OUT/dense_${t}$r.log" 2>&1 || echo "dense $t$r failed: $(tail -2 "$OUT/dense_${t}$r.log")"
       done
       files+=("$OUT/dense_O$r.json" "$OUT/dense_N$r.json")
