@@ -36,39 +36,17 @@ def golden_trellis(seed: int, IC: int, OC: int, K: float) -> torch.Tensor:
     return torch.from_numpy(trellis_from_seed(seed, IC, OC, K).copy())
 
 
-def ulp_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Per element, the distance in units in the last place between two fp16 / bf16 tensors (int32)."""
+def ulps(a: torch.Tensor, b: torch.Tensor) -> int:
+    """Largest distance in units in the last place between two fp16 / bf16 tensors."""
     def mono(t):
         i = t.view(torch.int16).to(torch.int32)
         return torch.where(i < 0, -(i & 0x7FFF), i)
-    return (mono(a) - mono(b)).abs()
-
-
-def ulps(a: torch.Tensor, b: torch.Tensor) -> int:
-    """Largest distance in units in the last place between two fp16 / bf16 tensors."""
-    return int(ulp_distance(a, b).max())
+    return int((mono(a) - mono(b)).abs().max())
 
 
 def rel_rms(a: torch.Tensor, b: torch.Tensor) -> float:
     a, b = a.double().cpu(), b.double().cpu()
     return float((a - b).norm() / b.norm())
-
-
-def dense_weight_model(layer, dtype: torch.dtype) -> torch.Tensor:
-    """The dense-weight kernel's rounding model (templates/dense.hip.j2): P = H128 . What with +-1
-    entries (exact in float64), rounded to fp16 once; W = diag(s_in*rin / 128) . P . H128 .
-    diag(rout*s_out) in float64, rounded to ``dtype``. The kernel's fp32 sums may round P to the
-    other neighbour where the exact value lies within fp32 noise of a tie: tests allow one ulp."""
-    from escha_jit import reference as R
-    What = R.reconstruct(layer.code, layer.K, layer.codebook).double()
-    H = R.hadamard_matrix(R.HAD_BLOCK, torch.float64)
-    H = torch.sign(H)                                               # +-1
-    ic, oc = What.shape
-    P = (H @ What.reshape(ic // R.HAD_BLOCK, R.HAD_BLOCK, oc)).reshape(ic, oc)
-    P = P.to(torch.float16).double()
-    Q = (P.reshape(ic, oc // R.HAD_BLOCK, R.HAD_BLOCK) @ H).reshape(ic, oc)
-    rs = R.input_scale(layer, torch.float32).double() / 128
-    return (rs[:, None] * Q * R.output_scale(layer, torch.float32).double()[None, :]).to(dtype)
 
 
 def has_gpu() -> bool:

@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Session 52's device runs: the dense weight (prefill path) with the output side's 16-point
-# transform on the matrix unit (templates/dense.hip.j2, P = H128 . What rounded to fp16 once).
-# Any card; the reply names it. Build the trees first (ab/ is git-ignored: carry=["ab"]):
-#   rm -rf ab && mkdir -p ab/O ab/N && git archive b9ac71c escha_jit templates tuning | tar -x -C ab/O \
-#     && git archive HEAD escha_jit templates tuning | tar -x -C ab/N
+# transform on the matrix unit (P = H128 . What rounded to fp16 once): measured on an H100 and
+# dropped (benchmarks/RESULTS.md session 52); the kernel is docs/experiments/s52-dense-r16-mma.diff.
+# Any card; the reply names it. Build the trees first (ab/ is git-ignored: carry=["ab"]; the device
+# copy of ab/ is replaced by this machine's on every call, so each step copies benchmarks/ in again):
+#   rm -rf ab && mkdir -p ab/O ab/N && git archive HEAD escha_jit templates tuning | tar -x -C ab/O \
+#     && git archive HEAD escha_jit templates tuning | tar -x -C ab/N \
+#     && (cd ab/N && git apply --include='templates/*' --include='escha_jit/*' ../../docs/experiments/s52-dense-r16-mma.diff)
 #   tests    the dense-weight and unfused-linear (dense-path) GPU tests of this checkout
 #   dense    bench_dense_weight.py (the build alone, 4 shapes x K 2/3/4 x mcg/mul1, DTYPES of W: f16)
 #            on ab/O (before) and ab/N (after), ROUNDS rounds, order alternating; ab_compare.py

@@ -11,7 +11,6 @@
 #include "escha/codebook.h"
 #include "escha/trellis.h"
 #include "escha/wmma_layout.h"
-#include "escha/h16.h"
 #if defined(ESCHA_HOST_AMD)
 #include "escha/wmma_decode.h"
 #endif
@@ -151,17 +150,6 @@ AFrag a_frag_bits(int lane, F f) {
     return a;
 }
 
-template <typename F>
-BFrag b_frag_bits(int lane, F f) {
-    BFrag b;
-    for (int r = 0; r < 4; ++r) {
-        const u32 w = (f(b_k_of(lane, 2 * r), b_n_of(lane, 2 * r)) & 0xFFFFu)
-                      | (f(b_k_of(lane, 2 * r + 1), b_n_of(lane, 2 * r + 1)) << 16);
-        std::memcpy(&b.h[r], &w, 4);
-    }
-    return b;
-}
-
 inline float half_bits_to_float(u32 bits) {
     const u16 b = (u16)bits;
     half_t h;
@@ -193,64 +181,6 @@ inline void mma(float (&c)[ACC], const AFrag& a, const BFrag& b) {
         c[i] = s;
     }
 }
-
-// ---- both 16-point Hadamards of a tile on the unit (matunit_mma.h / matunit_wmma.h): NVIDIA
-// works on the tile (accumulators = A layout), gfx12 on its transpose (accumulators = B layout)
-#if defined(ESCHA_HOST_AMD)
-typedef BFrag H16Left;
-typedef AFrag H16Right;
-inline H16Left h16_left_op(int lane) { return b_frag_bits(lane, h16_bits); }
-// the right operand is the left one's registers read as the other fragment (both vendors: H16 is
-// symmetric and its A and B fragments hold the same values register for register)
-inline H16Right h16_right_op(const H16Left& left) {
-    AFrag a;
-    std::memcpy(a.r, left.h, 16);
-    return a;
-}
-inline void h16_left(float (&z)[ACC], const H16Left& h, const BFrag& t) {
-    for (int i = 0; i < ACC; ++i) z[i] = 0.f;
-    AFrag tt;
-    std::memcpy(tt.r, t.h, 16);
-    mma(z, tt, h);
-}
-inline void h16_right(float (&q)[ACC], const H16Right& h, const float (&z)[ACC]) {
-    for (int i = 0; i < ACC; ++i) q[i] = 0.f;
-    BFrag b;
-    for (int r = 0; r < 4; ++r) {
-        const u32 w = pack2_rn<half_t>(z[2 * r], z[2 * r + 1]);
-        std::memcpy(&b.h[r], &w, 4);
-    }
-    mma(q, h, b);
-}
-#else
-typedef AFrag H16Left;
-typedef BFrag H16Right;
-inline H16Left h16_left_op(int lane) { return a_frag_bits(lane, h16_bits); }
-inline H16Right h16_right_op(const H16Left& left) {
-    BFrag b;
-    std::memcpy(b.h, left.r, 16);
-    return b;
-}
-inline void h16_left(float (&z)[ACC], const H16Left& h, const BFrag& t) {
-    for (int i = 0; i < ACC; ++i) z[i] = 0.f;
-    mma(z, h, t);
-}
-inline void h16_right(float (&q)[ACC], const H16Right& h, const float (&z)[ACC]) {
-    for (int i = 0; i < ACC; ++i) q[i] = 0.f;
-    AFrag a;
-    for (int r = 0; r < 4; ++r) a.r[r] = pack2_rn<half_t>(z[2 * r], z[2 * r + 1]);
-    mma(q, a, h);
-}
-#endif
-#if defined(ESCHA_HOST_AMD)
-inline int ts_row(int lane, int i) { return acc_col(lane, i); }
-inline int ts_col(int lane, int i) { return acc_row(lane, i); }
-constexpr int TS_RUN = 8;
-#else
-inline int ts_row(int lane, int i) { return acc_row(lane, i); }
-inline int ts_col(int lane, int i) { return acc_col(lane, i); }
-constexpr int TS_RUN = 2;
-#endif
 
 #if defined(ESCHA_HOST_AMD)
 // ---- gfx12's int8 route (matunit_wmma.h): x words of token l % 16 as A (signed bytes), the hashes

@@ -5,7 +5,6 @@
 #include "escha/platform.h"
 #include "escha/codebook.h"
 #include "escha/trellis.h"
-#include "escha/h16.h"
 
 namespace escha {
 namespace mu {
@@ -46,44 +45,6 @@ ESCHA_DEVICE AFrag a_frag_bits(int lane, F f) {
     }
     return a;
 }
-
-// ---- both 16-point Hadamards of a 16x16 tile T on the unit (the dense-weight kernel):
-//   h16_left:  z = H16 . T in fp32 (+-1 times fp16, summed in fp32);
-//   h16_right: q = fp16(z) . H16 in fp32 (one rounding of z, then exact products again).
-// Between the two the caller may combine the z of several tiles element by element (the same
-// (lane, i) is the same tile position in every tile). q[i] is element (ts_row, ts_col) of the tile;
-// TS_RUN consecutive i from a multiple of TS_RUN are consecutive columns of one row.
-// Here z is in the accumulator layout, which IS the A layout (accumulators 2q, 2q + 1 <-> register q).
-// The constant operands: h16_left_op(lane), then h16_right_op(left).
-typedef AFrag H16Left;
-typedef BFrag H16Right;
-ESCHA_DEVICE H16Left h16_left_op(int lane) { return a_frag_bits(lane, h16_bits); }
-// In this unit's layouts H16's A fragment IS its B fragment, register for register (H16 =
-// [[H8, H8], [H8, -H8]] is symmetric: registers 0..3 hold H8[g][2t + e] three times, then its
-// negation), so the right operand takes the left one's registers: no extra registers, and no MOVs
-// to re-pair them for the B operand (a B fragment built on its own cost both).
-ESCHA_DEVICE H16Right h16_right_op(const H16Left& left) {
-    BFrag b;
-    #pragma unroll
-    for (int q = 0; q < 4; ++q) b.h[q] = bit_cast<half2_t>(left.r[q]);
-    return b;
-}
-ESCHA_DEVICE void h16_left(float (&z)[ACC], const H16Left& h, const BFrag& t) {
-    #pragma unroll
-    for (int i = 0; i < ACC; ++i) z[i] = 0.f;
-    mma(z, h, t);
-}
-ESCHA_DEVICE void h16_right(float (&q)[ACC], const H16Right& h, const float (&z)[ACC]) {
-    AFrag a;
-    #pragma unroll
-    for (int r = 0; r < 4; ++r) a.r[r] = pack2_rn<half_t>(z[2 * r], z[2 * r + 1]);
-    #pragma unroll
-    for (int i = 0; i < ACC; ++i) q[i] = 0.f;
-    mma(q, a, h);
-}
-ESCHA_DEVICE int ts_row(int lane, int i) { return acc_row(lane, i); }
-ESCHA_DEVICE int ts_col(int lane, int i) { return acc_col(lane, i); }
-constexpr int TS_RUN = 2;
 
 // Per-lane decode state (computed once per kernel): where this lane's positions sit in a tile.
 template <int K2>

@@ -6,7 +6,6 @@
 #include "escha/platform.h"
 #include "escha/wmma_layout.h"
 #include "escha/wmma_decode.h"
-#include "escha/h16.h"
 
 namespace escha {
 namespace mu {
@@ -58,54 +57,6 @@ ESCHA_DEVICE AFrag a_frag_bits(int lane, F f) {
     a.v = __builtin_bit_cast(half8_t, w);
     return a;
 }
-
-// A B fragment of constants: element (k, n) is the fp16 with bits f(k, n), in the labelling of
-// the decoders (k = 8 (l / 16) + e for element e = 2 r + half of h[r], n = l % 16).
-template <typename F>
-ESCHA_DEVICE BFrag b_frag_bits(int lane, F f) {
-    BFrag b;
-    #pragma unroll
-    for (int r = 0; r < 4; ++r) {
-        const int k = wmma::b_k(lane, 2 * r), n = wmma::b_n(lane, 2 * r);
-        b.h[r] = bit_cast<half2_t>((f(k, n) & 0xFFFFu) | (f(k + 1, n) << 16));
-    }
-    return b;
-}
-
-// ---- both 16-point Hadamards of a 16x16 tile T on the unit (matunit_mma.h has the contract).
-// gfx12's accumulator layout is its B layout (lane: column l % 16, 8 consecutive k / rows), and a
-// B fragment read as an A fragment is the transposed tile, so here the unit works on transposes:
-//   h16_left:  z = T^T . H16 = (H16 . T)^T (A = the decoded B fragment as is);
-//   h16_right: q = H16 . fp16(z) = (fp16(H16 . T) . H16)^T (B = the accumulators, paired).
-// q[i] then sits at row l % 16, column i + 8 (l / 16) of the tile: 8 consecutive columns.
-typedef BFrag H16Left;
-typedef AFrag H16Right;
-ESCHA_DEVICE H16Left h16_left_op(int lane) { return b_frag_bits(lane, h16_bits); }
-// H16 is symmetric and gfx12's A and B layouts mirror each other, so its B fragment IS its A
-// fragment register for register: the right operand reuses the left one's registers.
-ESCHA_DEVICE H16Right h16_right_op(const H16Left& left) {
-    AFrag a;
-    a.v = __builtin_bit_cast(half8_t, left.h);
-    return a;
-}
-ESCHA_DEVICE void h16_left(float (&z)[ACC], const H16Left& h, const BFrag& t) {
-    AFrag tt;
-    tt.v = __builtin_bit_cast(half8_t, t.h);
-    #pragma unroll
-    for (int i = 0; i < ACC; ++i) z[i] = 0.f;
-    mma(z, tt, h);
-}
-ESCHA_DEVICE void h16_right(float (&q)[ACC], const H16Right& h, const float (&z)[ACC]) {
-    BFrag b;
-    #pragma unroll
-    for (int r = 0; r < 4; ++r) b.h[r] = bit_cast<half2_t>(pack2_rn<half_t>(z[2 * r], z[2 * r + 1]));
-    #pragma unroll
-    for (int i = 0; i < ACC; ++i) q[i] = 0.f;
-    mma(q, h, b);
-}
-ESCHA_DEVICE int ts_row(int lane, int i) { return wmma::acc_col(lane, i); }
-ESCHA_DEVICE int ts_col(int lane, int i) { return wmma::acc_row(lane, i); }
-constexpr int TS_RUN = 8;
 
 // ---- int8 activations (the opt-in fused_i8 kernels; mul1 codebook only)
 // v_wmma_i32_16x16x16_iu8: A signed 8-bit (the token's int8 value replicated in the 4 bytes of a
