@@ -1,5 +1,5 @@
-"""Compare interleaved runs of bench_linear.py (or bench_gemm_parts.py, bench_dense_weight.py) over N trees: files go A, B,
-..., A, B, ... (rounds).
+"""Compare interleaved runs of bench_linear.py (or bench_gemm_parts.py, bench_dense_weight.py) over
+N trees: files go A, B, ..., A, B, ... (rounds).
 
 Prints, per decode cell (shape, K, codebook, M, dtype), each tree's median time over the rounds and
 its ratio to tree A's (< 1: faster than A), then geometric means of each ratio by M and overall.
