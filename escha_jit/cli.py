@@ -119,9 +119,16 @@ def cmd_compile(args: argparse.Namespace) -> int:
         elif args.verbose:
             log.info("[%d] %s %.2fs", done[0], row.spec, row.seconds)
 
+    specs = None
+    if args.only:
+        from .kernels.registry import shipped_specs
+        specs = [(s, e) for s, e in shipped_specs(args.arch, args.all) if args.only in str(s)]
+        if not specs:
+            raise SystemExit(f"--only {args.only!r}: no {'' if args.all else 'representative '}specialization "
+                             f"for {args.arch} has it in its name (e.g. dense, fused, gemm, prep)")
     t0 = time.perf_counter()
     rows = compile_all(args.arch, full=args.all, cache_dir=cache_dir, jobs=args.jobs, toolchain=args.toolchain,
-                       progress=progress)
+                       specs=specs, progress=progress)
     wall = time.perf_counter() - t0
     print(format_table(rows))
     bad = [r for r in rows if not r.ok]
@@ -146,6 +153,9 @@ def _add_compile(sub) -> None:
     p.add_argument("--all", action="store_true", help="every specialization (default: a representative subset)")
     p.add_argument("--cache-dir", default=None, help="write into this cache dir (default: the user cache)")
     p.add_argument("--fresh", action="store_true", help="compile into a temporary cache (times cold compiles)")
+    p.add_argument("--only", default="", metavar="TEXT",
+                   help="only the specializations whose name contains TEXT, e.g. dense (a kernel change's "
+                        "registers and spills under another NVRTC in seconds)")
     p.add_argument("--toolchain", default=None, choices=("nvrtc", "hiprtc", "clang-amdgpu"))
     p.add_argument("-j", "--jobs", type=int, default=None, help="parallel compiler processes (default: CPUs)")
     p.add_argument("--json", default=None, help="also write the rows as JSON here")
