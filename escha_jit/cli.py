@@ -105,6 +105,13 @@ def cmd_compile(args: argparse.Namespace) -> int:
     import json
     import tempfile
     from .offline import compile_all, format_table, unchecked
+    specs = None
+    if args.only:
+        from .kernels.registry import shipped_specs
+        specs = [(s, e) for s, e in shipped_specs(args.arch, args.all) if args.only in str(s)]
+        if not specs:
+            raise SystemExit(f"--only {args.only!r}: no {'' if args.all else 'representative '}specialization "
+                             f"for {args.arch} has it in its name (e.g. dense, fused, gemm, prep)")
     cache_dir = args.cache_dir
     tmp = None
     if args.fresh:
@@ -119,13 +126,6 @@ def cmd_compile(args: argparse.Namespace) -> int:
         elif args.verbose:
             log.info("[%d] %s %.2fs", done[0], row.spec, row.seconds)
 
-    specs = None
-    if args.only:
-        from .kernels.registry import shipped_specs
-        specs = [(s, e) for s, e in shipped_specs(args.arch, args.all) if args.only in str(s)]
-        if not specs:
-            raise SystemExit(f"--only {args.only!r}: no {'' if args.all else 'representative '}specialization "
-                             f"for {args.arch} has it in its name (e.g. dense, fused, gemm, prep)")
     t0 = time.perf_counter()
     rows = compile_all(args.arch, full=args.all, cache_dir=cache_dir, jobs=args.jobs, toolchain=args.toolchain,
                        specs=specs, progress=progress)
