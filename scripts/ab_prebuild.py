@@ -49,7 +49,7 @@ def main(argv=None) -> int:
             IC, OC = (int(v) for v in shape.split("x"))
             for K in (float(k) for k in args.ks.split(",")):
                 for cb in args.codebooks.split(","):
-                    for M in (int(m) for m in args.ms.split(",")):
+                    for M in (int(m) for m in args.ms.split(",") if m):     # --ms= : prefill runs, no fused cells
                         e = table.entries.get(entry_key("fused", K, cb, IC, OC, dt, M))
                         cfgs = [e.cfg] if e is not None else fused_default_configs(vendor_of(args.arch), cb, K)
                         for cfg in cfgs:

@@ -2,7 +2,9 @@
 # Interleaved A/B(/C...) of escha_jit trees on the GPU machine: runs benchmarks/bench_linear.py with
 # tree A's package, then tree B's, ..., ROUNDS times (A B, B A, ...: clock drift and order hit all alike), and
 # prints per-cell time ratios against tree A (benchmarks/ab_compare.py). BENCH=gemm times the coded
-# GEMM instead (benchmarks/bench_gemm_parts.py; BENCH_ARGS e.g. --shapes 4096x4096 --codebooks mcg). Each tree is a folder that
+# GEMM instead (benchmarks/bench_gemm_parts.py; BENCH_ARGS e.g. --shapes 4096x4096 --codebooks mcg), BENCH=dense
+# the prefill path's weight build (benchmarks/bench_dense_weight.py); prefill cells only: BENCH_ARGS="--ms=
+# --prefill-ms=1024,4096" PREBUILD_ARGS="--ms=". Each tree is a folder that
 # holds an escha_jit package with its templates/ and tuning/
 # (`git archive <rev> escha_jit templates tuning | tar -x -C ab/<rev>`); this tree's benchmarks/
 # are copied into each (bench_linear.py imports the package beside its own folder). Kernels compile
@@ -24,7 +26,8 @@ done
 case "${BENCH:-linear}" in
   linear) bench=bench_linear.py; args=(--prefill-ms= ${BENCH_ARGS:-}) ;;
   gemm) bench=bench_gemm_parts.py; args=(${BENCH_ARGS:-}) ;;
-  *) echo "BENCH=$BENCH: linear or gemm"; exit 2 ;;
+  dense) bench=bench_dense_weight.py; args=(${BENCH_ARGS:-}) ;;
+  *) echo "BENCH=$BENCH: linear, gemm or dense"; exit 2 ;;
 esac
 # compile every tree's kernels first on all cores (the benchmark would compile them one at a time
 # on first use; scripts/ab_prebuild.py says what that cost); PREBUILD_ARGS narrows the grid like BENCH_ARGS
