@@ -289,6 +289,23 @@ def test_fused_split_cluster_on_host_is_the_workspace_route_bit_for_bit(K, cb, d
     assert float(err.max()) < TOL[dt]
 
 
+@pytest.mark.parametrize("K,dt,cfg,M,splits", [
+    # tuning/sm_90.json's 4096x14336 K3 mcg M = 16 f16 entry (session 53): clusters of 4 sharing the
+    # in-kernel prologue, 16 tile rows per stage, 2 stages
+    (3.0, "f16", fused.FusedConfig(warps=8, m_tiles=1, rows_per_stage=16, stages=2, min_blocks=1, cluster=4), 16, 1),
+    # its K4 mcg M = 4 entries: the prep kernel's rows, split clusters of 2, and the swapped twin
+    (4.0, "f16", fused.FusedConfig(warps=8, m_tiles=1, rows_per_stage=16, stages=2, min_blocks=1, xh=1,
+                                   split_cluster=1), 4, 2),
+    (4.0, "bf16", fused.FusedConfig(warps=8, m_tiles=1, rows_per_stage=16, stages=2, min_blocks=1, xh=1,
+                                    split_cluster=1, swap=1), 4, 2),
+])
+def test_fused_shipped_16_row_stages_on_host(K, dt, cfg, M, splits):
+    # 16 tile rows per stage in 2 stages, with clusters or split clusters, as tuning/sm_90.json ships them
+    # (the other host tests stage 2-8 rows)
+    OC = 128 * max(cfg.cluster, 2)
+    check("sm90", K, "mcg", dt, dt, cfg, splits, M, 1024, OC, seed=M + splits, segments=2)
+
+
 def test_split_cluster_layout_and_its_limits():
     cfg = fused.FusedConfig(warps=8, m_tiles=1, rows_per_stage=4, stages=2, min_blocks=2, split_cluster=1)
     plain = fused.smem_layout(dataclasses.replace(cfg, split_cluster=0), 2.0, 4, 512, splits=8)
