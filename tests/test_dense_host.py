@@ -27,13 +27,19 @@ def host_binary(K: float, cb: str, dt: str, layout: str, amax: bool = False) -> 
 
 
 def run_host(w: R.LinearWeights, dt: str, layout: str, amax: bool = False) -> tuple[torch.Tensor, float]:
-    """(W as the kernel rounds it, the float its amax_bits ends at: max |W|, or 0 without amax)"""
+    """(W as the kernel rounds it, the float its amax_bits ends at: max |W|, or 0 without amax).
+    Also checks the kernel's L2 prefetches (rows_ahead = 1): every lane of every block above the
+    last block row prefetches once, inside the code; none without the prefetch (gfx12)."""
     IC, OC = w.IC, w.OC
     parts = [np.array([IC, OC, w.s_in is not None, w.s_out is not None], np.int32).tobytes(),
              w.code.numpy().tobytes(), *scale_parts(w)]
     raw = run_binary(host_binary(w.K, w.codebook, dt, layout, amax), b"".join(parts))
     bits = raw[:2 * IC * OC].view(np.int16).reshape(IC, OC)
-    return torch.from_numpy(bits.copy()).view(DTYPES[dt]), float(raw[2 * IC * OC:].view(np.float32)[0])
+    inside, outside = raw[2 * IC * OC + 4:].view(np.int64)
+    spec = dense.spec_for({"nvidia": "sm_90", "amd": "gfx1201"}[layout], w.K, w.codebook, dt, amax=amax)
+    blocks_below = (IC // 128 - 1) * (OC // 128) if spec.params.get("l2_prefetch") else 0
+    assert (inside, outside) == (blocks_below * dense.THREADS, 0)
+    return torch.from_numpy(bits.copy()).view(DTYPES[dt]), float(raw[2 * IC * OC:2 * IC * OC + 4].view(np.float32)[0])
 
 
 @pytest.mark.parametrize("K,cb,IC,OC,escha,dt", [

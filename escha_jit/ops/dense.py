@@ -9,6 +9,23 @@ from ..kernels.dense import ARGS, BLOCK, THREADS, dynamic_smem, render_extra, sp
 from ..reference import LinearWeights
 from ..trellis import check_rate_codebook, tile_words
 from .common import DTYPE_NAMES, arch_of, check_tensor, kernel_for
+from .fused import sm_count
+
+_RESIDENT: dict[tuple, int] = {}
+
+
+def rows_ahead(k, spec, dev: torch.device, IC: int, OC: int) -> int:
+    """The kernel's ``rows_ahead``: how many block rows (of OC / 128 blocks of W) below its own
+    block each block fetches trellis words into L2 for. Blocks start in index order as others end
+    and the GPU holds SMs x (blocks per SM) at once, so the block that many indices on starts about
+    when this one ends. IC / 128 (nothing to fetch) where the kernel has no prefetch (AMD: no L2
+    prefetch instruction; kernels.dense.l2_prefetch)."""
+    if not spec.params.get("l2_prefetch"):
+        return IC // BLOCK
+    key = (spec, dev.index)
+    if key not in _RESIDENT:
+        _RESIDENT[key] = sm_count(dev) * max(1, k.max_active_blocks(THREADS, dynamic_smem(spec)))
+    return max(1, round(_RESIDENT[key] / (OC // BLOCK)))
 
 
 def dense_weight(w: LinearWeights, dtype: torch.dtype = torch.float16,
@@ -52,5 +69,6 @@ def dense_weight(w: LinearWeights, dtype: torch.dtype = torch.float16,
     spec = spec_for(arch_of(dev), w.K, w.codebook, DTYPE_NAMES[dtype], amax=amax is not None)
     k = kernel_for(spec, dev, ARGS, render_extra(spec))
     k.launch((OC // BLOCK, IC // BLOCK), (THREADS,),
-             (w.code, w.rin, w.s_in, w.rout, w.s_out, out, IC, OC, out.stride(0), amax), smem=dynamic_smem(spec))
+             (w.code, w.rin, w.s_in, w.rout, w.s_out, out, IC, OC, out.stride(0), amax,
+              rows_ahead(k, spec, dev, IC, OC)), smem=dynamic_smem(spec))
     return out

@@ -6,7 +6,9 @@
 // usage: dense_host IN OUT  with IN = int32 {IC, OC, has_s_in, has_s_out}, int16 code
 // [IC/16, OC/16, 16K], fp16 rin [IC], (fp32 s_in [IC]), fp16 rout [OC], (fp32 s_out [OC]);
 // OUT = the 16-bit output dtype's bits, [IC, OC] row-major, then the uint32 the kernel's amax_bits
-// points at (starts at 0; only kernels rendered with `amax` raise it).
+// points at (starts at 0; only kernels rendered with `amax` raise it), then int64 counts of the
+// L2 prefetches inside and outside the code (rows_ahead = 1: each block prefetches the block
+// below it).
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -38,11 +40,15 @@ int main(int argc, char** argv) {
     const float* s_out = has_s_out ? reinterpret_cast<const float*>(p) : nullptr;
     std::vector<u16> out((size_t)IC * OC, 0xFFFF);
     alignas(4) unsigned amax = 0;
+    escha::host::prefetch_lo = code;
+    escha::host::prefetch_hi = code + code_words;
     escha::host::launch(OC / 128, IC / 128, THREADS, [&] {
-        ESCHA_KERNEL(code, rin, s_in, rout, s_out, reinterpret_cast<out_t*>(out.data()), IC, OC, OC, &amax);
+        ESCHA_KERNEL(code, rin, s_in, rout, s_out, reinterpret_cast<out_t*>(out.data()), IC, OC, OC, &amax, 1);
     });
     std::ofstream o(argv[2], std::ios::binary);
     o.write(reinterpret_cast<const char*>(out.data()), 2 * out.size());
     o.write(reinterpret_cast<const char*>(&amax), 4);
+    const long long counts[2] = {escha::host::prefetches_in.load(), escha::host::prefetches_out.load()};
+    o.write(reinterpret_cast<const char*>(counts), sizeof counts);
     return 0;
 }

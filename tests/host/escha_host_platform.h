@@ -3,6 +3,7 @@
 // device code (trellis windows, codebooks, the WMMA B decoders) and run it lane by lane on the
 // CPU. fp16 arithmetic is IEEE binary16 with one rounding per operation, as on the GPUs.
 #pragma once
+#include <atomic>
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -86,8 +87,17 @@ namespace escha {
 // Cross-lane exchange has no meaning for one host "lane": declared so vendor-neutral code that
 // uses it compiles; host tests drive the exchange themselves (wmma_decode.h relayout_send/recv).
 u32 lane_gather(u32 v, int src);
-// No cache to prefetch into on the host.
-inline void prefetch_l2(const void*) {}
+// No cache to prefetch into on the host. A test that sets prefetch_lo / prefetch_hi (the bytes
+// its kernel may prefetch from) gets the prefetches inside and outside them counted.
+namespace host {
+inline const void* prefetch_lo = nullptr;
+inline const void* prefetch_hi = nullptr;
+inline std::atomic<long long> prefetches_in{0}, prefetches_out{0};
+}  // namespace host
+inline void prefetch_l2(const void* p) {
+    if (host::prefetch_lo != nullptr)
+        (p >= host::prefetch_lo && p < host::prefetch_hi ? host::prefetches_in : host::prefetches_out)++;
+}
 }  // namespace escha
 
 // Bit reinterpretation (CUDA / HIP device intrinsics) for the host build.
