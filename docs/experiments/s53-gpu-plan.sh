@@ -3,7 +3,8 @@
 # parts (`python benchmarks/bench_prefill_parts.py` with docs/experiments/s53-rotated-route.diff
 # applied), the K3 / K4 mcg rescan (`ANY_GPU=1 docs/experiments/s51-gpu-plan.sh rescan`) and its
 # confirmation, the prefill timeline (`python benchmarks/prefill_timeline.py`). Left for the next
-# lease (the device time ran out), any card; the reply names it:
+# lease (the device time ran out) and run in session 54 on an H100 (benchmarks/RESULTS.md session 54),
+# any card; the reply names it:
 #   entries   the shipped-table GPU test (every tuning/sm_90.json entry against the untuned plan: the
 #             three stages = 2 entries shipped in session 53 have run on the CPU's sm_90 emulation only)
 #             and the occupancy stamps' check on this card
