@@ -23,8 +23,8 @@ ARGS = ("ptr", "ptr", "ptr", "ptr", "ptr", "ptr", "i32", "i32", "i64", "ptr", "i
 # whatever the VGPRs
 MIN_BLOCKS = {"nvidia": 3, "amd": 1}
 # The `amax` rates whose pass 2 ptxas spills (NVRTC 13.0 or 13.5, 80 registers) once pass 1 also
-# fetches the next block's words into L2: they build without that prefetch (it took 0.97x the
-# build's time over the prefill grid, 0.90-0.94x on mul1, none slower than 1.014x: RESULTS.md
+# fetches the next block's words into L2: they build without that prefetch (it took 0.964x the
+# build's time over 48 cells, 0.90-0.94x on mul1 at K 2 and 4, none slower than 1.014x: RESULTS.md
 # session 54). gfx12 has no L2 prefetch instruction.
 NO_L2_PREFETCH_AMAX_RATES = (3.5, 5.0, 7.0)
 
