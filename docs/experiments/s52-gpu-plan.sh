@@ -9,8 +9,9 @@
 #   tests    the dense-weight and unfused-linear (dense-path) GPU tests of this checkout
 #   dense    bench_dense_weight.py (the build alone, 4 shapes x K 2/3/4 x mcg/mul1, DTYPES of W: f16)
 #            on ab/O (before) and ab/N (after): scripts/ab_trees.sh BENCH=dense, ROUNDS rounds (3)
-#   prefill  bench_linear.py's prefill cells (M = 1024 / 4096, every shape, K, codebook, dtype) on
-#            ab/O and ab/N: scripts/ab_trees.sh, ROUNDS rounds (4; ~20 s a run on an H100)
+#   prefill  bench_linear.py's prefill cells (M = PREFILL_MS, default 1024,4096; every shape, K,
+#            codebook, dtype) on ab/O and ab/N: scripts/ab_trees.sh, ROUNDS rounds (4; ~20 s a run
+#            on an H100)
 #   routes   the M = 1024 route entries (dense / coded GEMM / fused) measured again (BUCKETS=...)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -27,7 +28,7 @@ case "${1:-}" in
     BENCH=dense BENCH_ARGS="--dtypes ${DTYPES:-f16}" ROUNDS=${ROUNDS:-3} OUT=$OUT/ab_dense_${TAG} \
       bash scripts/ab_trees.sh ab/O ab/N | tail -3 ;;
   prefill)
-    BENCH_ARGS="--ms= --prefill-ms=1024,4096" PREBUILD_ARGS="--ms=" ROUNDS=${ROUNDS:-4} \
+    BENCH_ARGS="--ms= --prefill-ms=${PREFILL_MS:-1024,4096}" PREBUILD_ARGS="--ms=" ROUNDS=${ROUNDS:-4} \
       OUT=$OUT/ab_prefill_${TAG} bash scripts/ab_trees.sh ab/O ab/N | tail -4 ;;
   routes)   # the route entries of BUCKETS (default 1024) on the PERF.md shapes, measured again with this
     # checkout's kernels, merged onto the shipped table: $OUT/sm_90_routes_${TAG}.json

@@ -13,21 +13,11 @@
 #   ncu      Nsight Compute over this checkout's build (s53-gpu-plan.sh ncudense; PROBLEMS as there)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-OUT=${OUT:-.out}; mkdir -p "$OUT"
-TAG=${TAG:-s54}
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-export PYTHONUNBUFFERED=1 ESCHA_JIT_CACHE_DIR=${ESCHA_JIT_CACHE_DIR:-/tmp/ec54}
-case "${1:-}" in
-  tests)
-    timeout ${T:-150} python3 -m pytest -q -n 8 tests/test_gpu_kernels.py -k "dense or unfused" \
-      > "$OUT/pytest_dense_${TAG}.log" 2>&1
-    tail -2 "$OUT/pytest_dense_${TAG}.log" ;;
-  dense)
-    BENCH=dense BENCH_ARGS="--dtypes ${DTYPES:-f16,bf16}" ROUNDS=${ROUNDS:-2} OUT=$OUT/ab_dense_${TAG} \
-      bash scripts/ab_trees.sh ab/O ab/N | tail -3 ;;
-  prefill)
-    BENCH_ARGS="--ms= --prefill-ms=${PREFILL_MS:-1024,4096}" PREBUILD_ARGS="--ms=" ROUNDS=${ROUNDS:-4} \
-      OUT=$OUT/ab_prefill_${TAG} bash scripts/ab_trees.sh ab/O ab/N | tail -4 ;;
-  ncu) OUT=$OUT bash docs/experiments/s53-gpu-plan.sh ncudense ;;
+export TAG=${TAG:-s54} ESCHA_JIT_CACHE_DIR=${ESCHA_JIT_CACHE_DIR:-/tmp/ec54}
+case "${1:-}" in      # session 52's steps (the same trees, benches and tests), with this session's defaults
+  tests) T=${T:-150} bash docs/experiments/s52-gpu-plan.sh tests ;;
+  dense) DTYPES=${DTYPES:-f16,bf16} ROUNDS=${ROUNDS:-2} bash docs/experiments/s52-gpu-plan.sh dense ;;
+  prefill) bash docs/experiments/s52-gpu-plan.sh prefill ;;
+  ncu) bash docs/experiments/s53-gpu-plan.sh ncudense ;;
   *) echo "usage: $0 tests|dense|prefill|ncu"; exit 2 ;;
 esac
