@@ -26,21 +26,21 @@ TOL = {"f16": 1e-3, "bf16": 2.5e-3, "f32": 1e-3}     # relative RMS per row, the
 
 
 @functools.cache
-def gemm_binary(K: float, cb: str, dout: str, tokens: int, stages: int) -> tuple[str, int]:
-    spec = gemm.spec_for("sm_90", K, cb, dout, tokens=tokens, stages=stages)
+def gemm_binary(K: float, cb: str, dout: str, tokens: int, stages: int, share: int = 1) -> tuple[str, int, object]:
+    spec = gemm.spec_for("sm_90", K, cb, dout, tokens=tokens, stages=stages, share=share)
     path = build(spec, gemm.render_extra(spec), "gemm_host.cpp", [f"ESCHA_K2={round(2 * K)}", "ESCHA_HOST_SM90"])
-    return path, gemm.smem_bytes(spec)
+    return path, gemm.smem_bytes(spec), spec
 
 
-def run_gemm_host(w: R.LinearWeights, x: torch.Tensor, dout: str, tokens: int, stages: int) -> torch.Tensor:
+def run_gemm_host(w: R.LinearWeights, x: torch.Tensor, dout: str, tokens: int, stages: int, share: int = 1) -> torch.Tensor:
     """y [M, out_features] as the GEMM wrote it, after the prep kernel; xh's rows past M hold NaN
     (on a GPU: stale rows of the reused buffer), which must reach no stored output."""
     M, IC, OC = x.shape[0], w.IC, w.OC
-    binary, smem = gemm_binary(w.K, w.codebook, dout, tokens, stages)
+    binary, smem, spec = gemm_binary(w.K, w.codebook, dout, tokens, stages, share)
     xh, xh_exp = run_prep("sm90", w, x, False, 1)
-    rows = -(-M // tokens) * tokens
+    rows = gemm.padded_rows(spec, M)
     pad = np.full((rows - M) * IC, 0x7E00, np.uint16).tobytes()          # fp16 NaN
-    hdr = [M, IC, OC, rows, w.logical_out, w.s_out is not None, w.bias is not None, smem, tokens, OUT_BYTES[dout]]
+    hdr = [M, IC, OC, rows, w.logical_out, w.s_out is not None, w.bias is not None, smem, tokens, OUT_BYTES[dout], share]
     parts = [np.array(hdr + [0] * (16 - len(hdr)), np.int32).tobytes(), xh + pad,
              xh_exp.astype(np.int32).tobytes(), w.code.numpy().tobytes(), w.rout.numpy().tobytes()]
     if w.s_out is not None:
@@ -85,3 +85,15 @@ def test_gemm_on_host_block_shapes_same_bits():
     assert_close(ys[0], x, w, "f16")
     for y in ys[1:]:
         assert torch.equal(y, ys[0])
+
+
+@pytest.mark.parametrize("share", [2, 4])
+def test_gemm_on_host_clusters_same_bits(share):
+    # clusters of `share` token blocks: each block decodes 8 / share of a stage's column tiles and the
+    # copy engine sends them into the other blocks' ring slots (their `full` counts the bytes, every
+    # block's consumers release a slot for the whole cluster); 3 token blocks pad to whole clusters,
+    # the padded blocks decode for the others and store nothing; 8 steps through 2 slots
+    w, x = problem(2.5, "mul1", "bf16", 150, 512, 256, seed=7, bias=True)
+    y = run_gemm_host(w, x, "bf16", 64, 2, share)
+    assert_close(y, x, w, "bf16")
+    assert torch.equal(y, run_gemm_host(w, x, "bf16", 64, 2))

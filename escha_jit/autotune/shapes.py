@@ -63,8 +63,9 @@ def model_specs(arch: str, shapes: Iterable[LayerShape], dtypes: Sequence[str] =
             add(s, prep.render_extra(s))
         if gemm.supported(arch):                           # the opt-in coded GEMM (ESCHA_JIT_PREFILL=gemm)
             for sh in shapes:
-                s = gemm.spec_for(arch, sh.K, sh.codebook, dt)
-                add(s, gemm.render_extra(s))
+                for share in gemm.shares():
+                    s = gemm.spec_for(arch, sh.K, sh.codebook, dt, share=share)
+                    add(s, gemm.render_extra(s))
         for sh in shapes:
             cfgs = list(fused_default_configs(vendor_of(arch), sh.codebook, sh.K))
             if table is not None:

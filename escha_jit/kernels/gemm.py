@@ -14,6 +14,8 @@ from . import DTYPE_CODES
 
 THREADS = 384         # 2 consumer warpgroups (wgmma, epilogue) + 1 producer warpgroup (decode, activation copies)
 TOKENS = 256          # tokens per block (the wgmma N; 128 fp32 accumulators per consumer thread)
+SHARE = 1             # token blocks per cluster sharing each stage's decode (templates/gemm.hip.j2 SHARE)
+SHARES: tuple = ()     # cluster sizes share_for() picks from, largest first (none until measured on a GPU)
 STAGES = 4            # ring stages: TOKENS x 64 fp16 activations (32 KiB) + 128 x 64 decoded weights (16 KiB)
 COLS = 128
 WORD_STAGES = 4       # the producer's trellis word ring (templates/gemm.hip.j2 WSTAGES)
@@ -42,32 +44,53 @@ def takes_mid_m(OC: int, M: int, sms: int) -> bool:
     return 0 < M <= MID_M_MAX and OC // COLS >= MID_M_MIN_GROUPS_PER_SM * sms
 
 
+def share_for(M: int, tokens: int = TOKENS) -> int:
+    """Token blocks per cluster for a call of M rows: the largest of SHARES that divides its token
+    blocks (no padded blocks), else 1. Each block of a cluster decodes 1 / share of the weights."""
+    blocks = -(-M // tokens)
+    return next((s for s in SHARES if blocks % s == 0), 1)
+
+
+def shares() -> tuple:
+    """Every cluster size a call may take (share_for), for prebuilt and offline-compiled kernels."""
+    return (1,) + SHARES
+
+
 def supported(arch: str) -> bool:
     return arch in ARCHES
 
 
 def spec_for(arch: str, K: float, codebook: str, out_dtype: str, tokens: int = TOKENS,
-             stages: int = STAGES, diag: int = 0) -> KernelSpec:
-    """``diag`` (timing studies only, benchmarks/bench_gemm_parts.py): 1 = no decode, 2 = no wgmma."""
+             stages: int = STAGES, diag: int = 0, share: int = SHARE) -> KernelSpec:
+    """``share``: token blocks per thread block cluster that split each stage's decode (1, 2, 4).
+    ``diag`` (timing studies only, benchmarks/bench_gemm_parts.py): 1 = no decode, 2 = no wgmma."""
     if not supported(arch):
         raise ValueError(f"the coded GEMM needs Hopper wgmma ({ARCHES}), not {arch!r}")
     if tokens not in (64, 128, 192, 256):
         raise ValueError(f"tokens={tokens!r}: 64, 128, 192 or 256 tokens per block (the wgmma N, whole epilogue passes)")
+    if share not in (1, 2, 4):
+        raise ValueError(f"share={share!r}: 1, 2 or 4 token blocks per cluster")
     if out_dtype not in OUT_DTYPES:
         raise ValueError(f"out_dtype {out_dtype!r}: expected one of {OUT_DTYPES}")
     return KernelSpec.make("gemm", arch + "a", K=K, codebook=codebook, in_dtype="f16", out_dtype=out_dtype,
-                           tile={"tokens": tokens, "stages": stages, **({"diag": diag} if diag else {})})
+                           tile={"tokens": tokens, "stages": stages, **({"diag": diag} if diag else {}),
+                                 **({"share": share} if share != 1 else {})})
 
 
 def render_extra(spec: KernelSpec) -> dict:
-    return {"out_code": DTYPE_CODES[spec.out_dtype], "diag": spec.params.get("diag", 0)}
+    return {"out_code": DTYPE_CODES[spec.out_dtype], "diag": spec.params.get("diag", 0), "share": share_of(spec)}
+
+
+def share_of(spec: KernelSpec) -> int:
+    """Token blocks per thread block cluster (1: no clusters)."""
+    return spec.params.get("share", 1)
 
 
 def variant(spec: KernelSpec, **tile) -> KernelSpec:
     """``spec`` with some tile parameters replaced (timing studies: benchmarks/bench_gemm_parts.py)."""
     p = {**spec.params, **tile}
     return spec_for(spec.arch[:-1], spec.K, spec.codebook, spec.out_dtype, p["tokens"], p["stages"],
-                    p.get("diag", 0))
+                    p.get("diag", 0), p.get("share", 1))
 
 
 def smem_bytes(spec: KernelSpec) -> int:
@@ -77,18 +100,27 @@ def smem_bytes(spec: KernelSpec) -> int:
     (templates/gemm.hip.j2, in this order), plus 1 KiB to align the ring to the 128-byte swizzle's
     1024-byte period."""
     p = spec.params
-    words = 4 * WORD_STAGES * 8 * (tile_words(spec.K) // 2) * 4     # 4 producer warps' trellis word rings
+    words = 4 * WORD_STAGES * (8 // share_of(spec)) * (tile_words(spec.K) // 2) * 4     # 4 producer warps' word rings
     barriers = 16 * p["stages"] + 16
     return p["stages"] * (p["tokens"] + 128) * 64 * 2 + words + barriers + 1024
 
 
+def token_blocks(spec: KernelSpec, M: int) -> int:
+    """Token blocks of a launch for M tokens: whole clusters of them (blocks past M decode their share
+    for the others and store nothing)."""
+    c = share_of(spec)
+    return -(-M // (spec.params["tokens"] * c)) * c
+
+
 def padded_rows(spec: KernelSpec, M: int) -> int:
-    """Rows the prep buffer must have for M tokens: whole token tiles (the GEMM copies them whole;
-    rows past M are never stored)."""
-    t = spec.params["tokens"]
-    return -(-M // t) * t
+    """Rows the prep buffer must have for M tokens: whole token blocks (the GEMM copies their tiles
+    whole; rows past M are never stored)."""
+    return token_blocks(spec, M) * spec.params["tokens"]
 
 
 def grid(spec: KernelSpec, M: int, OC: int) -> tuple[int, int]:
-    t = spec.params["tokens"]
-    return OC // COLS, -(-M // t)
+    """(column groups, token blocks), or with clusters (token blocks, column groups): clusters run
+    along grid x."""
+    if share_of(spec) > 1:
+        return token_blocks(spec, M), OC // COLS
+    return OC // COLS, token_blocks(spec, M)

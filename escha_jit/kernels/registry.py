@@ -131,8 +131,9 @@ def shipped_specs(arch: str, full: bool = True) -> Iterator[tuple[KernelSpec, di
         for K, cb in pairs:
             for dt in gemm.OUT_DTYPES:
                 if full or (K == 4.0 and dt == "f16"):
-                    s = gemm.spec_for(arch, K, cb, dt)
-                    yield s, gemm.render_extra(s)
+                    for share in gemm.shares():
+                        s = gemm.spec_for(arch, K, cb, dt, share=share)
+                        yield s, gemm.render_extra(s)
     if not fused_supported(arch):
         return
     for dt in DTYPES:                                 # prep: the fused kernel's fp16 / bf16, the GEMM's f32 too

@@ -44,7 +44,7 @@ def coded_gemm(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] = 
         return out
     arch = arch_of(dev)
     pk = prep_kernel(dev, DTYPE_NAMES[x.dtype])
-    gs = gemm.spec_for(arch, w.K, w.codebook, DTYPE_NAMES[out.dtype])
+    gs = gemm.spec_for(arch, w.K, w.codebook, DTYPE_NAMES[out.dtype], share=gemm.share_for(M))
     gk = kernel_for(gs, dev, gemm.ARGS, gemm.render_extra(gs))
     xh, xh_exp = scratch.xh(dev, gemm.padded_rows(gs, M), IC)     # the GEMM reads whole token tiles
     stream = torch.cuda.current_stream(dev).cuda_stream
@@ -60,7 +60,8 @@ def run_gemm(kernel, spec, xh: torch.Tensor, xh_exp: torch.Tensor, w: LinearWeig
     M = out.shape[0]
     args = (xh, xh_exp, out, out.stride(0), w.code, w.rout, w.s_out, bias32, M, w.IC, w.OC, w.logical_out,
             _x_tensor_map(xh, gemm.padded_rows(spec, M), w.IC, spec.params["tokens"]))
-    kernel.launch(gemm.grid(spec, M, w.OC), (gemm.THREADS,), args, smem=gemm.smem_bytes(spec), stream=stream)
+    kernel.launch(gemm.grid(spec, M, w.OC), (gemm.THREADS,), args, smem=gemm.smem_bytes(spec), stream=stream,
+                  cluster=gemm.share_of(spec))
 
 
 _tensor_maps: dict = {}

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <barrier>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -43,6 +44,8 @@ struct Block {
     std::vector<std::unique_ptr<std::barrier<>>> wave_bars;
     std::vector<Wave> waves;
     std::vector<unsigned char> smem;
+    std::mutex named_mutex;                                 // named barriers (bar.sync id, n): made on first use
+    std::unique_ptr<std::barrier<>> named[16];
     Block(int threads, size_t smem_bytes) : bar(std::make_unique<std::barrier<>>(threads)), waves(threads / 32),
                                             smem(smem_bytes, 0xA5) {    // garbage until the kernel writes it
         for (auto& w : waves) {
@@ -55,6 +58,7 @@ struct Block {
 inline thread_local Block* const* cluster_blocks = nullptr;
 inline thread_local std::barrier<>* cluster_bar = nullptr;
 inline thread_local u32 cluster_ctarank = 0;
+inline thread_local Block* this_block = nullptr;
 
 // Runs kernel() (a call of the kernel with its arguments) as every thread of every block of a
 // grid_x x grid_y grid of `threads`-thread blocks, x fastest, with `smem_bytes` of dynamic shared
@@ -86,6 +90,7 @@ void launch(int grid_x, int grid_y, int threads, Kernel kernel, size_t smem_byte
                         cluster_blocks = ranked.data();
                         cluster_bar = &cbar;
                         cluster_ctarank = (u32)r;
+                        this_block = &b;
                         my_lane = t % 32; my_wave = t / 32;
                         kernel();
                     });

@@ -123,6 +123,12 @@ inline void mbar_wait(u32 bar, u32 parity) {
 inline void st_async_u32(u32 caddr, u32 v, u32 cbar) { std::memcpy(smem_ptr(caddr), &v, 4); host::mbar_update(cbar, 0, -4); }
 inline void st_async_u64(u32 caddr, u64 v, u32 cbar) { std::memcpy(smem_ptr(caddr), &v, 8); host::mbar_update(cbar, 0, -8); }
 inline void st_async_f32x4(u32 caddr, f32x4 v, u32 cbar) { std::memcpy(smem_ptr(caddr), &v, 16); host::mbar_update(cbar, 0, -16); }
+inline void mbar_arrive_cluster(u32 cbar) { host::mbar_update(cbar, 1, 0); }
+inline void cluster_sync() { host::cluster_bar->arrive_and_wait(); }
+inline void bulk_copy_to_peer(u32 cdst, u32 src, u32 bytes, u32 cbar) {
+    std::memcpy(smem_ptr(cdst), smem_ptr(src), bytes);
+    host::mbar_update(cbar, 0, -(int)bytes);
+}
 inline void bulk_copy_to_shared(u32 dst, const void* src, u32 bytes, u32 bar) {
     std::memcpy(smem_ptr(dst), src, bytes);
     host::mbar_update(bar, 0, -(int)bytes);

@@ -15,7 +15,7 @@
 // * the 2-D TMA load: a box of the tensor into shared memory with the 128-byte swizzle, its bytes
 //   completing on the mbarrier (a tensor map here is a plain struct the harness fills in, not the
 //   driver's opaque 128 bytes);
-// * named barriers (bar.sync id, n): one std::barrier of n threads per id.
+// * named barriers (bar.sync id, n): one std::barrier of n threads per id and block.
 // Not shipped.
 #pragma once
 #include <barrier>
@@ -104,13 +104,12 @@ inline void tma_load_2d(u32 dst, const TensorMap* map, int c0, int c1, u32 bar) 
 // bar.sync id, threads: the first `threads` threads to arrive at barrier `id` (blocks run one after
 // another, so one barrier per id serves them all)
 inline void named_sync(int id, int threads) {
-    static std::mutex m;
-    static std::unique_ptr<std::barrier<>> bars[16];
+    escha::host::Block& blk = *escha::host::this_block;                   // the barrier of this block (a cluster's blocks run together)
     std::barrier<>* b;
     {
-        std::lock_guard<std::mutex> g(m);
-        if (!bars[id]) bars[id] = std::make_unique<std::barrier<>>(threads);
-        b = bars[id].get();
+        std::lock_guard<std::mutex> g(blk.named_mutex);
+        if (!blk.named[id]) blk.named[id] = std::make_unique<std::barrier<>>(threads);
+        b = blk.named[id].get();
     }
     b->arrive_and_wait();
 }

@@ -325,6 +325,24 @@ ESCHA_DEVICE void mbar_wait(u32 bar, u32 parity) {
                  "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
                  "@!done bra wait_%=;\n}\n" :: "r"(bar), "r"(parity) : "memory");
 }
+// One arrival on the mbarrier `cbar` of a block of this cluster (a cluster_map address; this block's
+// own too): a consumer warpgroup releasing a stage slot its cluster's producers all write (gemm.hip.j2).
+ESCHA_DEVICE void mbar_arrive_cluster(u32 cbar) {
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" :: "r"(cbar) : "memory");
+}
+// Every thread of every block of the cluster arrives (release) and waits (acquire): after it no
+// block of the cluster reads or writes another's shared memory any more.
+ESCHA_DEVICE void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.aligned;\nbarrier.cluster.wait.aligned;\n" ::: "memory");
+}
+// `bytes` (a multiple of 16, both 16-byte aligned) of this block's shared memory at `src` into another
+// block's at `cdst` (a cluster_map address) by the copy engine, completing them on that block's
+// mbarrier `cbar`. The copy reads `src` through the async proxy: the writers of `src` fence first
+// (fence.proxy.async), as for wgmma.
+ESCHA_DEVICE void bulk_copy_to_peer(u32 cdst, u32 src, u32 bytes, u32 cbar) {
+    asm volatile("cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+                 :: "r"(cdst), "r"(src), "r"(bytes), "r"(cbar) : "memory");
+}
 // `bytes` (a multiple of 16; both addresses 16-byte aligned) global -> shared by the copy engine,
 // completing that many bytes on the mbarrier `bar` (the issuing thread does not wait).
 ESCHA_DEVICE void bulk_copy_to_shared(u32 dst, const void* src, u32 bytes, u32 bar) {
