@@ -101,10 +101,10 @@ inline void tma_load_2d(u32 dst, const TensorMap* map, int c0, int c1, u32 bar) 
     escha::host::mbar_update(bar, 0, -(int)(map->box_rows * map->box_cols * 2));
 }
 
-// bar.sync id, threads: the first `threads` threads to arrive at barrier `id` (blocks run one after
-// another, so one barrier per id serves them all)
+// bar.sync id, threads: the first `threads` threads of this block to arrive at barrier `id` (one
+// barrier per id and block: a cluster's blocks run at the same time)
 inline void named_sync(int id, int threads) {
-    escha::host::Block& blk = *escha::host::this_block;                   // the barrier of this block (a cluster's blocks run together)
+    escha::host::Block& blk = *escha::host::this_block;
     std::barrier<>* b;
     {
         std::lock_guard<std::mutex> g(blk.named_mutex);
