@@ -18,12 +18,8 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_gemm_parts import launcher  # noqa: E402
+from bench_gemm_parts import launcher, tile_args  # noqa: E402
 from bench_linear import random_layers, run_meta, time_graph  # noqa: E402
-
-
-def tile(variant: str) -> dict:
-    return {k: int(v) for k, v in (kv.split("=") for kv in variant.split(",") if kv)}
 
 
 def geomean(xs) -> float:
@@ -55,7 +51,7 @@ def main(argv=None):
                     t = {v: [] for v in variants}
                     for r in range(args.rounds):
                         for v in (variants if r % 2 == 0 else variants[::-1]):
-                            t[v].append(time_graph([launcher(x, w, y, 0, False, **tile(v)) for w in layers] * 2, replays=5))
+                            t[v].append(time_graph([launcher(x, w, y, 0, False, **tile_args(v)) for w in layers] * 2, replays=5))
                     med = {v: statistics.median(ts) for v, ts in t.items()}
                     base = med[variants[0]]
                     rows.append(dict(IC=IC, OC=OC, K=K, codebook=cb, M=M, us=t, median=med))

@@ -24,6 +24,11 @@ from escha_jit.ops.linear import linear_unfused  # noqa: E402
 from bench_linear import random_layers, run_meta, time_graph  # noqa: E402
 
 
+def tile_args(variant: str) -> dict:
+    """A variant's tile parameters, "share=2,stages=3" -> {"share": 2, "stages": 3} ("" -> {})."""
+    return {k: int(v) for k, v in (kv.split("=") for kv in variant.split(",") if kv)}
+
+
 def launcher(x, w, y, diag: int, prep_only: bool = False, **tile):
     dev = x.device
     arch = arch_of(dev)
@@ -66,7 +71,7 @@ def main(argv=None):
                 for name, d, po in (("gemm", 0, False), ("prep", 0, True), ("no_decode", 1, False), ("no_wgmma", 2, False)):
                     t[name] = time_graph([launcher(x, w, y, d, po) for w in layers] * 2, replays=5)
                 for v in [v for v in args.variants.split(";") if v]:
-                    tile = {k: int(val) for k, val in (kv.split("=") for kv in v.split(","))}
+                    tile = tile_args(v)
                     d = tile.pop("diag", 0)
                     t[v] = time_graph([launcher(x, w, y, d, False, **tile) for w in layers] * 2, replays=5)
                 t["dense_path"] = time_graph([lambda w=w: linear_unfused(x, w, out=y) for w in layers] * 2, replays=5)

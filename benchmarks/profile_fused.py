@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from escha_jit.autotune.measure import Problem, random_weights  # noqa: E402
 from escha_jit.kernels import gemm  # noqa: E402
 from escha_jit.ops import fused as F  # noqa: E402
-from bench_gemm_parts import launcher  # noqa: E402
+from bench_gemm_parts import launcher, tile_args  # noqa: E402
 
 DEFAULT = ("8192x28672:2:mcg:1,8192x28672:2:mcg:16,8192x28672:2:mul1:1,8192x28672:4:mul1:16,"
            "4096x4096:2:mcg:1,4096x4096:2:mcg:16")
@@ -49,7 +49,7 @@ def main() -> None:
         x = torch.randn(M, IC, device=dev, dtype=torch.float16)
         out = torch.empty(M, OC, device=dev, dtype=torch.float16)
         if M > F.MAX_M:                                     # prefill: the coded GEMM (and its prep kernel)
-            tile = {k: int(v) for k, v in (kv.split("=") for kv in args.gemm_variant.split(",") if kv)}
+            tile = tile_args(args.gemm_variant)
             diag = tile.pop("diag", 0)                      # diag=1 / 2: without the decode / the wgmma
             call = launcher(x, w, out, diag, **tile)
             gs = gemm.variant(gemm.spec_for("sm_90", p.K, cb, "f16"), diag=diag, **tile)

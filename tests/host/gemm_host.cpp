@@ -42,10 +42,11 @@ int main(int argc, char** argv) {
         ESCHA_KERNEL(xh, xh_exp, reinterpret_cast<out_t*>(y.data()), OC, code, rout, s_out, bias, M, IC, OC,
                      out_valid, xmap);
     };
-    if (share > 1)      // clusters of share token blocks along grid x (kernels/gemm.py grid)
+    // kernels/gemm.py grid: rows / tokens token blocks (whole clusters of share), along x with clusters
+    if (share > 1)
         escha::host::launch(rows / tokens, OC / 128, 384, kernel, (size_t)smem_bytes, share);
     else
-        escha::host::launch(OC / 128, (M + tokens - 1) / tokens, 384, kernel, (size_t)smem_bytes);
+        escha::host::launch(OC / 128, rows / tokens, 384, kernel, (size_t)smem_bytes);
     std::ofstream o(argv[2], std::ios::binary);
     o.write(reinterpret_cast<const char*>(y.data()), (std::streamsize)y.size());
     return 0;
