@@ -9,7 +9,6 @@ Usage: ab_compare.py [--trees N] A1.json B1.json [A2.json B2.json ...]   (N defa
 from __future__ import annotations
 
 import json
-import math
 import statistics
 import sys
 from collections import defaultdict
@@ -40,7 +39,7 @@ def main(argv: list[str]) -> None:
             side[i % n][k].append(us)
     keys = sorted(set.intersection(*(set(s) for s in side)))
     names = "ABCDEFGH"[:n]
-    gm = lambda v: math.exp(sum(math.log(a) for a in v) / len(v))  # noqa: E731
+    gm = statistics.geometric_mean
     by_m = [defaultdict(list) for _ in range(n)]
     print(f"{'shape':>11} {'K':>3} {'cb':>4} {'M':>3} {'dt':>4} {'A us':>8}"
           + "".join(f" {t + ' us':>8} {t + '/A':>6}" for t in names[1:]))

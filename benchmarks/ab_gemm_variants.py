@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import statistics
 import sys
@@ -22,8 +21,7 @@ from bench_gemm_parts import launcher, tile_args  # noqa: E402
 from bench_linear import random_layers, run_meta, time_graph  # noqa: E402
 
 
-def geomean(xs) -> float:
-    return math.exp(sum(map(math.log, xs)) / len(xs))
+geomean = statistics.geometric_mean
 
 
 def main(argv=None):

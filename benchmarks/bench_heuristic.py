@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import math
+import statistics
 import os
 import sys
 
@@ -87,7 +87,7 @@ def main(argv=None):
                           f"{dense[M]:>7.2f} {dense[M] / t_cur:>7.2f}  {choice}", flush=True)
                 del layers
                 torch.cuda.empty_cache()
-    gm = lambda v: math.exp(sum(math.log(a) for a in v) / len(v))  # noqa: E731
+    gm = statistics.geometric_mean
     summary = {"current_over_previous_geomean": gm([r["current_us"] / r["previous_us"] for r in rows]),
                "current_over_previous_max": max(r["current_us"] / r["previous_us"] for r in rows)}
     for M in ms:

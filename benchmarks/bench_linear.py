@@ -54,7 +54,7 @@ def summarize(rows: list[dict], bf16_table: dict[tuple[int, int, int], float]) -
     apart) the geometric mean and the minimum of the speedups over dense bf16 measured in the run and
     over the reference's figures; decode also over ``bf16_table`` (PERF.md's bf16 column), where it
     has every decode cell of the run."""
-    gm = lambda v: math.exp(sum(math.log(a) for a in v) / len(v))  # noqa: E731
+    gm = statistics.geometric_mean
     summary = {}
     dec = [r for r in rows if r.get("speedup_bf16") and r["M"] <= 16 and r["act"] == "none"]
     i8 = [r for r in rows if r.get("act") == "int8" and r["M"] <= 16]

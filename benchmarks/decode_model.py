@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import statistics
 from collections import defaultdict
 
 
@@ -60,7 +61,7 @@ def by_bucket(models: list[dict]) -> list[dict]:
     """Per M: geometric means over the coded series of their floor and rate, dense bf16's floor and
     rate, and the coded / bf16 rate ratio (the speedup the fitted lines tend to at large W)."""
     dense = {m["M"]: m for m in models if m["codebook"] == "bf16"}
-    gm = lambda v: math.exp(sum(math.log(a) for a in v) / len(v))  # noqa: E731
+    gm = statistics.geometric_mean
     out = []
     for M in sorted({m["M"] for m in models if m["codebook"] != "bf16"}):
         coded = [m for m in models if m["codebook"] != "bf16" and m["M"] == M]
@@ -79,14 +80,14 @@ def speedup_geomean(rows: list[dict], models: list[dict], floor_cut_us: float = 
     lines as they are)."""
     dense = {(r["IC"], r["OC"], r["M"]): r["us"] for r in rows if r["codebook"] == "bf16"}
     model = {(m["codebook"], m["K"], m["M"], m["dtype"]): m for m in models}
-    logs = []
+    ratios = []
     for r in rows:
         m = model.get((r["codebook"], float(r["K"]), r["M"], r["dtype"]))
         if r["codebook"] == "bf16" or m is None or (r["IC"], r["OC"], r["M"]) not in dense:
             continue
         t = m["floor_us"] - floor_cut_us + r["IC"] * r["OC"] / (m["rate_tw_s"] * rate_gain * 1e6)
-        logs.append(math.log(dense[(r["IC"], r["OC"], r["M"])] / t))
-    return math.exp(sum(logs) / len(logs))
+        ratios.append(dense[(r["IC"], r["OC"], r["M"])] / t)
+    return statistics.geometric_mean(ratios)
 
 
 def _bisect(short_of_target, lo: float, hi: float) -> float:
