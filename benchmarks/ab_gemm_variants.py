@@ -4,6 +4,7 @@ median us per call of one CUDA graph of 8 calls over 4 distinct layers (prep + G
 variant's median against the first's and the geomeans, writes JSON.
 
     python benchmarks/ab_gemm_variants.py --variants ";share=2;share=4" --out ab_gemm.json
+    python benchmarks/ab_gemm_variants.py --variants ";diag=1;share=2;share=2,diag=1"   # diag 1: no decode, 2: no wgmma
 """
 from __future__ import annotations
 
@@ -49,7 +50,9 @@ def main(argv=None):
                     t = {v: [] for v in variants}
                     for r in range(args.rounds):
                         for v in (variants if r % 2 == 0 else variants[::-1]):
-                            t[v].append(time_graph([launcher(x, w, y, 0, False, **tile_args(v)) for w in layers] * 2, replays=5))
+                            tile = tile_args(v)        # diag=1 / 2: without the decode / the wgmma
+                            t[v].append(time_graph([launcher(x, w, y, tile.pop("diag", 0), False, **tile)
+                                                    for w in layers] * 2, replays=5))
                     med = {v: statistics.median(ts) for v, ts in t.items()}
                     base = med[variants[0]]
                     rows.append(dict(IC=IC, OC=OC, K=K, codebook=cb, M=M, us=t, median=med))

@@ -5,7 +5,9 @@ Why: the benchmark compiles each kernel on first use, one at a time. On a fresh 
 (2026-12-02) an A/B of three trees compiling on first use ran past 600 s before its third run; with
 this prebuild (204 kernels per tree on 16 cores) the whole A/B, 6 runs, took 347 s. The cells' kernels are the
 tuned table's entries for (shape, K, codebook, dtype, M bucket), each with its swapped twin, the
-fused defaults where the table has no entry, and the prep kernel of each dtype.
+fused defaults where the table has no entry, and the prep kernel of each dtype. With --prefill also
+the prefill routes' kernels (every shipped non-fused specialization of the chosen K and codebooks:
+the dense-weight path's and the coded GEMM's, each cluster size).
 
 Usage: python scripts/ab_prebuild.py TREE [--arch sm_90] [--jobs N] [bench_linear's --shapes/--ks/
 --codebooks/--dtypes/--ms values]
@@ -30,12 +32,13 @@ def main(argv=None) -> int:
     ap.add_argument("--codebooks", default="mcg,mul1")
     ap.add_argument("--dtypes", default="f16,bf16")
     ap.add_argument("--ms", default="1,4,16")
+    ap.add_argument("--prefill", action="store_true", help="also the dense-weight path's and the coded GEMM's kernels")
     args = ap.parse_args(argv)
     sys.path.insert(0, os.path.realpath(args.tree))
     from escha_jit import env
     from escha_jit.autotune.table import Tables, entry_key
     from escha_jit.kernels import fused, prep
-    from escha_jit.kernels.registry import fused_default_configs, fused_fits, with_swap
+    from escha_jit.kernels.registry import fused_default_configs, fused_fits, shipped_specs, with_swap
     from escha_jit.offline import compile_all
     from escha_jit.spec import vendor_of
 
@@ -58,6 +61,11 @@ def main(argv=None) -> int:
                             for c in with_swap(cfg, args.arch, cb):
                                 s = fused.spec_for(args.arch, K, cb, dt, dt, c)
                                 specs.setdefault(s, fused.render_extra(s))
+    if args.prefill:
+        ks, cbs = {float(k) for k in args.ks.split(",")}, set(args.codebooks.split(","))
+        for s, extra in shipped_specs(args.arch):
+            if s.op != "fused" and (s.K is None or (s.K in ks and s.codebook in cbs)):
+                specs.setdefault(s, extra)
     t0 = time.time()
     rows = compile_all(args.arch, cache_dir=env.cache_dir(), jobs=args.jobs, specs=list(specs.items()))
     bad = [r for r in rows if not r.ok]

@@ -126,9 +126,20 @@ def test_gemm_specs_target_sm90a_and_fit_shared_memory():
     with pytest.raises(ValueError, match="tokens=100"):
         gemm.spec_for("sm_90", 4.0, "mcg", "f16", tokens=100)
 
+def test_gemm_pairs_token_blocks_where_they_pair_up():
+    """share_for: clusters of 2 token blocks (each decodes half of every stage's weights) where
+    the call's token blocks are even, single blocks otherwise; the grid turns to put clusters on x."""
+    assert [gemm.share_for(M) for M in (1, 256, 257, 512, 513, 768, 769, 1024, 4096)] == [1, 1, 2, 2, 1, 1, 2, 2, 2]
+    s2 = gemm.spec_for("sm_90", 2.0, "mcg", "f16", share=gemm.share_for(1024))
+    assert gemm.share_of(s2) == 2 and gemm.grid(s2, 1024, 14336) == (4, 112)
+    with pytest.raises(ValueError, match="share"):
+        gemm.spec_for("sm_90", 2.0, "mcg", "f16", share=3)
+
+
 def test_gemm_shipped_for_sm90_only():
     ops90 = [s for s, _ in shipped_specs("sm_90") if s.op == "gemm"]
-    assert len(ops90) == len(all_rate_codebooks()) * len(gemm.OUT_DTYPES)
+    assert len(ops90) == len(all_rate_codebooks()) * len(gemm.OUT_DTYPES) * len(gemm.shares())
+    assert {gemm.share_of(s) for s in ops90} == set(gemm.shares()) == {1, 2}
     assert all(s.arch == "sm_90a" for s in ops90)
     assert not [s for s, _ in shipped_specs("gfx1201") if s.op == "gemm"]
 

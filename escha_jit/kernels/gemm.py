@@ -3,7 +3,7 @@ arguments and launch geometry (torch-free).
 
 Block: 128 output features (one Hadamard block) x TOKENS tokens, the whole input dimension;
 grid = (OC / 128, ceil(M / TOKENS)), or with clusters of ``share`` token blocks that split each
-stage's decode (tile parameter, not chosen by share_for() until measured) (token blocks, OC / 128). The activations arrive rotated and fp16 from the prep kernel
+stage's decode (share_for(): pairs wherever the token blocks pair up) (token blocks, OC / 128). The activations arrive rotated and fp16 from the prep kernel
 (kernels.prep). wgmma is an sm_90a feature: the kernel compiles for ``sm_90a`` (runs on sm_90
 GPUs: H100 / H200), and only there.
 """
@@ -16,7 +16,11 @@ from . import DTYPE_CODES
 THREADS = 384         # 2 consumer warpgroups (wgmma, epilogue) + 1 producer warpgroup (decode, activation copies)
 TOKENS = 256          # tokens per block (the wgmma N; 128 fp32 accumulators per consumer thread)
 SHARE = 1             # token blocks per cluster sharing each stage's decode (templates/gemm.hip.j2 SHARE)
-SHARES: tuple = ()     # cluster sizes share_for() picks from, largest first (none until measured on a GPU)
+# Cluster sizes share_for() picks from, largest first. Pairs: 0.937x the time of share 1 at M = 1024
+# and 0.954x at M = 4096 (geomeans of 16 cells, none slower than 0.983x; H100, benchmarks/RESULTS.md
+# session 56). Not 4: 0.85-0.88x on 4096x14336 at M = 1024, but 1.5-1.6x where share 1 fills the GPU
+# in one wave of single blocks (OC = 4096 at M = 1024): clusters of 4 fit fewer at once.
+SHARES: tuple = (2,)
 STAGES = 4            # ring stages: TOKENS x 64 fp16 activations (32 KiB) + 128 x 64 decoded weights (16 KiB)
 COLS = 128
 WORD_STAGES = 4       # the producer's trellis word ring (templates/gemm.hip.j2 WSTAGES)

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Session 56's device steps (benchmarks/RESULTS.md session 56). Any card; the reply names it.
+#   routes   with kernels.gemm.SHARES = (2,): the GPU tests of the coded GEMM and of the routes, the
+#            driver's residency of GEMM clusters (benchmarks/gemm_residency.py), and every route
+#            bucket of the PERF.md shapes measured again, merged onto the shipped table:
+#            $OUT/sm_90_routes_s56.json (the table to ship), routes_report_s56.json, routes_s56.log
+#   parts    where a cluster pair's time goes: share 1 / 2, each whole, without the decode (diag=1) and
+#            without the wgmma (diag=2), K2 mcg on the two widest shapes (benchmarks/ab_gemm_variants.py)
+#   prefill  bench_linear's prefill cells (M = PREFILL_MS, default 1024,4096) on ab/O (session 55's
+#            main: no clusters, its table) against ab/N (this tree with the table of `routes`):
+#              rm -rf ab && mkdir -p ab/O ab/N && git archive c0b1a24 escha_jit templates tuning | tar -x -C ab/O
+#              git archive HEAD escha_jit templates tuning | tar -x -C ab/N      (carry=["ab"])
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-.out}; mkdir -p "$OUT"
+nvidia-smi -L
+case "${1:-}" in
+  routes)
+    timeout 240 python -m pytest -q tests/test_gpu_gemm.py tests/test_gpu_autotune.py \
+      "tests/test_gpu_kernels.py::test_linear_routes_by_m_at_the_crossover" \
+      "tests/test_gpu_kernels.py::test_linear_routes_mid_m_to_the_coded_gemm_on_wide_layers" \
+      > "$OUT/pytest_gemm_routes_s56.log" 2>&1; tail -3 "$OUT/pytest_gemm_routes_s56.log"
+    timeout 60 python benchmarks/gemm_residency.py --out "$OUT/gemm_residency_s56.json" 2>&1 | tee "$OUT/gemm_residency_s56.log"
+    timeout ${T:-240} python benchmarks/tune_shapes.py --buckets= --route-buckets all \
+      --shapes 4096x4096,4096x14336,14336x4096,8192x28672 --onto tuning/sm_90.json \
+      --out "$OUT/sm_90_routes_s56.json" --report "$OUT/routes_report_s56.json" > "$OUT/routes_s56.log" 2>&1
+    tail -3 "$OUT/routes_s56.log" ;;
+  parts)
+    timeout 300 python benchmarks/ab_gemm_variants.py --variants ";diag=1;diag=2;share=2;share=2,diag=1;share=2,diag=2" \
+      --shapes 4096x14336,8192x28672 --Ks 2 --codebooks mcg --rounds 2 --out "$OUT/ab_gemm_parts_share_s56.json" 2>&1 \
+      | tee "$OUT/ab_gemm_parts_share_s56.log" | tail -16 ;;
+  prefill)
+    BENCH_ARGS="--ms= --prefill-ms=${PREFILL_MS:-1024,4096}" PREBUILD_ARGS="--ms= --prefill" ROUNDS=${ROUNDS:-2} \
+      OUT=$OUT/ab_prefill_share_s56 bash scripts/ab_trees.sh ab/O ab/N | tail -12 ;;
+  *) echo "usage: $0 routes|parts|prefill"; exit 2 ;;
+esac
