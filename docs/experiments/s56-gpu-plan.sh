@@ -6,6 +6,7 @@
 #            $OUT/sm_90_routes_s56.json (the table to ship), routes_report_s56.json, routes_s56.log
 #   parts    where a cluster pair's time goes: share 1 / 2, each whole, without the decode (diag=1) and
 #            without the wgmma (diag=2), K2 mcg on the two widest shapes (benchmarks/ab_gemm_variants.py)
+#   all      routes, then prefill at M = 1024 with ab/N's table replaced by the one routes wrote
 #   prefill  bench_linear's prefill cells (M = PREFILL_MS, default 1024,4096) on ab/O (session 55's
 #            main: no clusters, its table) against ab/N (this tree with the table of `routes`):
 #              rm -rf ab && mkdir -p ab/O ab/N && git archive c0b1a24 escha_jit templates tuning | tar -x -C ab/O
@@ -29,8 +30,12 @@ case "${1:-}" in
     timeout 300 python benchmarks/ab_gemm_variants.py --variants ";diag=1;diag=2;share=2;share=2,diag=1;share=2,diag=2" \
       --shapes 4096x14336,8192x28672 --Ks 2 --codebooks mcg --rounds 2 --out "$OUT/ab_gemm_parts_share_s56.json" 2>&1 \
       | tee "$OUT/ab_gemm_parts_share_s56.log" | tail -16 ;;
+  all)
+    bash "$0" routes
+    [ -s "$OUT/sm_90_routes_s56.json" ] && cp "$OUT/sm_90_routes_s56.json" ab/N/tuning/sm_90.json
+    PREFILL_MS=${PREFILL_MS:-1024} bash "$0" prefill ;;
   prefill)
     BENCH_ARGS="--ms= --prefill-ms=${PREFILL_MS:-1024,4096}" PREBUILD_ARGS="--ms= --prefill" ROUNDS=${ROUNDS:-2} \
       OUT=$OUT/ab_prefill_share_s56 bash scripts/ab_trees.sh ab/O ab/N | tail -12 ;;
-  *) echo "usage: $0 routes|parts|prefill"; exit 2 ;;
+  *) echo "usage: $0 routes|parts|prefill|all"; exit 2 ;;
 esac
