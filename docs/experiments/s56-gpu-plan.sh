@@ -6,6 +6,9 @@
 #            $OUT/sm_90_routes_s56.json (the table to ship), routes_report_s56.json, routes_s56.log
 #   parts    where a cluster pair's time goes: share 1 / 2, each whole, without the decode (diag=1) and
 #            without the wgmma (diag=2), K2 mcg on the two widest shapes (benchmarks/ab_gemm_variants.py)
+#   ncu      Nsight Compute over the pair kernel (share=2) at 4096x14336 and 4096x4096, M = 1024, K2 mcg
+#            (scripts/ncu_fused.sh): what its pipeline waits on now that neither the decode nor the
+#            wgmma alone bounds it (ab_gemm_parts_share_s56); $OUT/ncu_pair (benchmarks/ncu_summary.py reads it)
 #   all      routes, then prefill at M = 1024 with ab/N's table replaced by the one routes wrote
 #   prefill  bench_linear's prefill cells (M = PREFILL_MS, default 1024,4096) on ab/O (session 55's
 #            main: no clusters, its table) against ab/N (this tree with the table of `routes`):
@@ -34,8 +37,11 @@ case "${1:-}" in
     bash "$0" routes
     [ -s "$OUT/sm_90_routes_s56.json" ] && cp "$OUT/sm_90_routes_s56.json" ab/N/tuning/sm_90.json
     PREFILL_MS=${PREFILL_MS:-1024} bash "$0" prefill ;;
+  ncu)
+    PROBLEMS=${PROBLEMS:-4096x14336:2:mcg:1024,4096x4096:2:mcg:1024} GEMM_VARIANT=share=2 OUT=$OUT/ncu_pair \
+      bash scripts/ncu_fused.sh ;;
   prefill)
     BENCH_ARGS="--ms= --prefill-ms=${PREFILL_MS:-1024,4096}" PREBUILD_ARGS="--ms= --prefill" ROUNDS=${ROUNDS:-2} \
       OUT=$OUT/ab_prefill_share_s56 bash scripts/ab_trees.sh ab/O ab/N | tail -12 ;;
-  *) echo "usage: $0 routes|parts|prefill|all"; exit 2 ;;
+  *) echo "usage: $0 routes|parts|ncu|prefill|all"; exit 2 ;;
 esac
