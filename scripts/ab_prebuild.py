@@ -64,7 +64,7 @@ def main(argv=None) -> int:
     if args.prefill:
         ks, cbs = {float(k) for k in args.ks.split(",")}, set(args.codebooks.split(","))
         for s, extra in shipped_specs(args.arch):
-            if s.op != "fused" and (s.K is None or (s.K in ks and s.codebook in cbs)):
+            if not s.op.startswith("fused") and (s.K is None or (s.K in ks and s.codebook in cbs)):
                 specs.setdefault(s, extra)
     t0 = time.time()
     rows = compile_all(args.arch, cache_dir=env.cache_dir(), jobs=args.jobs, specs=list(specs.items()))

@@ -4,7 +4,7 @@
 # prints per-cell time ratios against tree A (benchmarks/ab_compare.py). BENCH=gemm times the coded
 # GEMM instead (benchmarks/bench_gemm_parts.py; BENCH_ARGS e.g. --shapes 4096x4096 --codebooks mcg), BENCH=dense
 # the prefill path's weight build (benchmarks/bench_dense_weight.py); prefill cells only: BENCH_ARGS="--ms=
-# --prefill-ms=1024,4096" PREBUILD_ARGS="--ms=". Each tree is a folder that
+# --prefill-ms=1024,4096" PREBUILD_ARGS="--ms= --prefill". Each tree is a folder that
 # holds an escha_jit package with its templates/ and tuning/
 # (`git archive <rev> escha_jit templates tuning | tar -x -C ab/<rev>`); this tree's benchmarks/
 # are copied into each (bench_linear.py imports the package beside its own folder). Kernels compile

@@ -3,9 +3,9 @@ arguments and launch geometry (torch-free).
 
 Block: 128 output features (one Hadamard block) x TOKENS tokens, the whole input dimension;
 grid = (OC / 128, ceil(M / TOKENS)), or with clusters of ``share`` token blocks that split each
-stage's decode (share_for(): pairs wherever the token blocks pair up) (token blocks, OC / 128). The activations arrive rotated and fp16 from the prep kernel
-(kernels.prep). wgmma is an sm_90a feature: the kernel compiles for ``sm_90a`` (runs on sm_90
-GPUs: H100 / H200), and only there.
+stage's decode (share_for(): pairs wherever the token blocks pair up) (token blocks, OC / 128).
+The activations arrive rotated and fp16 from the prep kernel (kernels.prep). wgmma is an sm_90a
+feature: the kernel compiles for ``sm_90a`` (runs on sm_90 GPUs: H100 / H200), and only there.
 """
 from __future__ import annotations
 
