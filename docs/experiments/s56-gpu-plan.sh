@@ -9,6 +9,10 @@
 #   ncu      Nsight Compute over the pair kernel (share=2) at 4096x14336 and 4096x4096, M = 1024, K2 mcg
 #            (scripts/ncu_fused.sh): what its pipeline waits on now that neither the decode nor the
 #            wgmma alone bounds it (ab_gemm_parts_share_s56); $OUT/ncu_pair (benchmarks/ncu_summary.py reads it)
+#   mcast    clusters of 2 column groups sharing each activation tile by TMA multicast (kernels.gemm
+#            spec_for(mcast=2), built this session): its GPU tests (bit-equal to the default kernel,
+#            tests/test_gpu_gemm.py m2 / m2s2t64), then an interleaved A/B of share 1 / pairs / mcast 2 at
+#            M = 256 / 1024 / 4096 (ab_gemm_variants.py)
 #   all      routes, then prefill at M = 1024 with ab/N's table replaced by the one routes wrote
 #   prefill  bench_linear's prefill cells (M = PREFILL_MS, default 1024,4096) on ab/O (session 55's
 #            main: no clusters, its table) against ab/N (this tree with the table of `routes`):
@@ -37,11 +41,16 @@ case "${1:-}" in
     bash "$0" routes
     [ -s "$OUT/sm_90_routes_s56.json" ] && cp "$OUT/sm_90_routes_s56.json" ab/N/tuning/sm_90.json
     PREFILL_MS=${PREFILL_MS:-1024} bash "$0" prefill ;;
+  mcast)
+    timeout 200 python -m pytest -q tests/test_gpu_gemm.py -k "variants_same_bits and m2" 2>&1 \
+      | tee "$OUT/pytest_gemm_mcast_s56.log" | tail -3
+    timeout 330 python benchmarks/ab_gemm_variants.py --variants ";share=2;mcast=2" --ms 256,1024,4096 --rounds 2 \
+      --out "$OUT/ab_gemm_mcast_s56.json" 2>&1 | tee "$OUT/ab_gemm_mcast_s56.log" | tail -12 ;;
   ncu)
     PROBLEMS=${PROBLEMS:-4096x14336:2:mcg:1024,4096x4096:2:mcg:1024} GEMM_VARIANT=share=2 OUT=$OUT/ncu_pair \
       bash scripts/ncu_fused.sh ;;
   prefill)
     BENCH_ARGS="--ms= --prefill-ms=${PREFILL_MS:-1024,4096}" PREBUILD_ARGS="--ms= --prefill" ROUNDS=${ROUNDS:-2} \
       OUT=$OUT/ab_prefill_share_s56 bash scripts/ab_trees.sh ab/O ab/N | tail -12 ;;
-  *) echo "usage: $0 routes|parts|ncu|prefill|all"; exit 2 ;;
+  *) echo "usage: $0 routes|parts|mcast|ncu|prefill|all"; exit 2 ;;
 esac
