@@ -57,12 +57,12 @@ def run_gemm(kernel, spec, xh: torch.Tensor, xh_exp: torch.Tensor, w: LinearWeig
              bias32: Optional[torch.Tensor], stream: int) -> None:
     """Launch the coded GEMM ``spec`` over the prep kernel's rows (xh with whole token tiles):
     y = out [M, out_features] from M = out.shape[0] tokens."""
-    M = out.shape[0]
-    args = (xh, xh_exp, out, out.stride(0), w.code, w.rout, w.s_out, bias32, M, w.IC, w.OC, w.logical_out,
-            _x_tensor_map(xh, gemm.padded_rows(spec, M), w.IC, gemm.box_rows(spec)))
     if not gemm.mcast_fits(spec, w.OC):
         raise ValueError(f"{spec.kernel_name()}: out_features {w.OC} is not whole clusters of "
                          f"{gemm.mcast_of(spec)} column groups of {gemm.COLS}")
+    M = out.shape[0]
+    args = (xh, xh_exp, out, out.stride(0), w.code, w.rout, w.s_out, bias32, M, w.IC, w.OC, w.logical_out,
+            _x_tensor_map(xh, gemm.padded_rows(spec, M), w.IC, gemm.box_rows(spec)))
     kernel.launch(gemm.grid(spec, M, w.OC), (gemm.THREADS,), args, smem=gemm.smem_bytes(spec), stream=stream,
                   cluster=gemm.cluster_of(spec))
 
