@@ -19,8 +19,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import statistics
 import os
+import statistics
 import sys
 
 import torch

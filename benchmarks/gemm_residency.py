@@ -30,6 +30,7 @@ def main() -> None:
     dev = torch.device("cuda")
     arch, sms = arch_of(dev), torch.cuda.get_device_properties(dev).multi_processor_count
     resident = {}
+    single = gemm.spec_for(arch, 2, "mcg", "f16")
     for share in (int(s) for s in args.shares.split(",")):
         spec = gemm.spec_for(arch, 2, "mcg", "f16", share=share)
         k = kernel_for(spec, dev, gemm.ARGS, gemm.render_extra(spec))
@@ -44,9 +45,9 @@ def main() -> None:
     for shape in args.shapes.split(","):
         IC, OC = (int(v) for v in shape.split("x"))
         for M in (int(m) for m in args.ms.split(",")):
-            blocks = -(-M // gemm.TOKENS) * (OC // gemm.COLS)
-            waves = {s: blocks / r["blocks"] for s, r in resident.items()
-                     if -(-M // gemm.TOKENS) % s == 0}
+            tb = gemm.token_blocks(single, M)
+            blocks = tb * (OC // gemm.COLS)
+            waves = {s: blocks / r["blocks"] for s, r in resident.items() if tb % s == 0}   # as share_for pairs them
             rows.append(dict(IC=IC, OC=OC, M=M, blocks=blocks, waves=waves))
             print(f"{shape:>12} {M:>5} " + " ".join(f"{waves[s]:>9.2f}" if s in waves else f"{'-':>9}"
                                                    for s in resident))

@@ -126,6 +126,7 @@ def test_gemm_specs_target_sm90a_and_fit_shared_memory():
     with pytest.raises(ValueError, match="tokens=100"):
         gemm.spec_for("sm_90", 4.0, "mcg", "f16", tokens=100)
 
+
 def test_gemm_pairs_token_blocks_where_they_pair_up():
     """share_for: clusters of 2 token blocks (each decodes half of every stage's weights) where
     the call's token blocks are even, single blocks otherwise; the grid turns to put clusters on x."""
