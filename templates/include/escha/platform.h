@@ -104,6 +104,18 @@ ESCHA_DEVICE void load_words4(const T* p, u32 (&w)[sizeof(T)]) {
     }
 }
 
+// Four floats rounded to nearest-even into four consecutive T at p (aligned to 4 elements): one
+// vector store (8 bytes of 16-bit T, 16 of float).
+template <typename T>
+ESCHA_DEVICE void store4(T* p, const float (&o)[4]) {
+    static_assert(sizeof(T) == 2 || sizeof(T) == 4, "2- or 4-byte elements");
+    if constexpr (sizeof(T) == 2) {
+        *reinterpret_cast<u64*>(p) = (u64)pack2_rn<T>(o[0], o[1]) | ((u64)pack2_rn<T>(o[2], o[3]) << 32);
+    } else {
+        *reinterpret_cast<f32x4*>(p) = f32x4{o[0], o[1], o[2], o[3]};
+    }
+}
+
 // Eight halves (16 bytes, 16-byte aligned) as four raw 32-bit words, one vector load.
 ESCHA_DEVICE void load_global16(u32 (&v)[4], const half_t* p) {
     const f32x4 w = *reinterpret_cast<const f32x4*>(p);
