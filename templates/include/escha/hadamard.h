@@ -33,17 +33,24 @@ ESCHA_DEVICE bool fp16_fits_or_raise(float amax, int lane, int* row_e) {
     return fp16_fits_or(amax, lane, [&](int e) { atomicMax(row_e, e); });
 }
 
+// FMA: the butterflies of strides 4..64 as one fma each, o + (+-1) v (the upper lane of a pair takes
+// o - v, the lower v + o; the product by +-1 is exact, so the one rounding is the add's or the
+// subtract's: the same bits as a select and an add, one instruction instead of two). It keeps the 5
+// signs live across a caller's loop: the coded GEMM's epilogue has registers to spare; the words prep
+// kernel spilled at its 64 with it and 164 of 241 shipped fused kernels moved (session 57).
+template <bool FMA = false>
 ESCHA_DEVICE void hadamard128_lane(float (&v)[4], int lane) {
     float a0 = v[0] + v[1], a1 = v[0] - v[1], a2 = v[2] + v[3], a3 = v[2] - v[3];   // stride 1
     v[0] = a0 + a2; v[1] = a1 + a3; v[2] = a0 - a2; v[3] = a1 - a3;                 // stride 2
-    // strides 4..64: the upper lane of a pair takes o - v, the lower v + o, as one fma o + (+-1) v
-    // per element (the product by +-1 is exact, so the one rounding is the add's or subtract's: the
-    // same bits as a select and an add, one instruction instead of two)
     #pragma unroll
-    for (int m = 1; m < 32; m <<= 1) {
-        const float sign = (lane & m) != 0 ? -1.f : 1.f;
+    for (int m = 1; m < 32; m <<= 1) {                                                 // strides 4..64
+        const bool upper = (lane & m) != 0;
+        const float sign = upper ? -1.f : 1.f;
         #pragma unroll
-        for (int i = 0; i < 4; ++i) v[i] = fmaf(sign, v[i], shfl_xor(v[i], m));
+        for (int i = 0; i < 4; ++i) {
+            float o = shfl_xor(v[i], m);
+            v[i] = FMA ? fmaf(sign, v[i], o) : upper ? o - v[i] : v[i] + o;
+        }
     }
 }
 
@@ -77,20 +84,24 @@ ESCHA_DEVICE OutFactors out_factors(int c, const half_t* rout, const float* s_ou
     return f;
 }
 
-// The output side of a coded linear after the Hadamard, for one row and one lane: v = the lane's 4
-// rotated fp32 sums (features c .. c+3), times scale, rout, s_out, plus bias (as finish_row128),
-// rounded once into y[row_off + c ..] for columns < out_valid: one vector store where all 4 are
-// valid and their address is aligned to 4 elements, else one store per element.
+// Output value of a lane's feature c + i after the Hadamard: v times scale, rout, s_out, plus bias
+// (f = out_factors(c, ...); has_s / has_bias: s_out / bias given), in fp32 before the one rounding.
+ESCHA_DEVICE float out_value(float v, int i, float scale, const OutFactors& f, bool has_s, bool has_bias) {
+    float o = v * scale * f.ro[i];
+    if (has_s) o *= f.so[i];
+    if (has_bias) o += f.bi[i];
+    return o;
+}
+
+// finish_row128's stores for rows already rotated (v: the lane's 4 rotated sums), as one vector store
+// where all 4 columns are valid and their address is aligned to 4 elements, else one per element
+// (the coded GEMM's epilogue: 4 stores per lane and row were 4 issue slots and 4 partial writes).
 template <typename out_t>
 ESCHA_DEVICE void store_row128(const float (&v)[4], float scale, const OutFactors& f, bool has_s, bool has_bias,
                                int c, int out_valid, out_t* y, long long row_off) {
     float o[4];
     #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        o[i] = v[i] * scale * f.ro[i];
-        if (has_s) o[i] *= f.so[i];
-        if (has_bias) o[i] += f.bi[i];
-    }
+    for (int i = 0; i < 4; ++i) o[i] = out_value(v[i], i, scale, f, has_s, has_bias);
     out_t* p = y + row_off + c;
     if (c + 4 <= out_valid && reinterpret_cast<u64>(p) % (4 * sizeof(out_t)) == 0) {
         store4(p, o);
@@ -110,7 +121,11 @@ template <typename out_t>
 ESCHA_DEVICE void finish_row128(float (&v)[4], int lane, float scale, const OutFactors& f, bool has_s, bool has_bias,
                                 int c, int out_valid, out_t* y, long long row_off) {
     hadamard128_lane(v, lane);
-    store_row128(v, scale, f, has_s, has_bias, c, out_valid, y, row_off);
+    #pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const float o = out_value(v[i], i, scale, f, has_s, has_bias);
+        if (c + i < out_valid) y[row_off + c + i] = from_float<out_t>(o);
+    }
 }
 
 }  // namespace escha
