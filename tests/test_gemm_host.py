@@ -34,16 +34,17 @@ def gemm_binary(K: float, cb: str, dout: str, tokens: int, stages: int, share: i
 
 
 def run_gemm_host(w: R.LinearWeights, x: torch.Tensor, dout: str, tokens: int, stages: int, share: int = 1,
-                  mcast: int = 1) -> torch.Tensor:
+                  mcast: int = 1, ldy: int = 0) -> torch.Tensor:
     """y [M, out_features] as the GEMM wrote it, after the prep kernel; xh's rows past M hold NaN
-    (on a GPU: stale rows of the reused buffer), which must reach no stored output."""
+    (on a GPU: stale rows of the reused buffer), which must reach no stored output. ``ldy``: the
+    elements between y's rows (0: OC)."""
     M, IC, OC = x.shape[0], w.IC, w.OC
     binary, smem, spec = gemm_binary(w.K, w.codebook, dout, tokens, stages, share, mcast)
     xh, xh_exp = run_prep("sm90", w, x, False, 1)
     rows = gemm.padded_rows(spec, M)
     pad = np.full((rows - M) * IC, 0x7E00, np.uint16).tobytes()          # fp16 NaN
     hdr = [M, IC, OC, rows, w.logical_out, w.s_out is not None, w.bias is not None, smem, tokens, OUT_BYTES[dout],
-           share, mcast]
+           share, mcast, ldy]
     parts = [np.array(hdr + [0] * (16 - len(hdr)), np.int32).tobytes(), xh + pad,
              xh_exp.astype(np.int32).tobytes(), w.code.numpy().tobytes(), w.rout.numpy().tobytes()]
     if w.s_out is not None:
@@ -52,7 +53,7 @@ def run_gemm_host(w: R.LinearWeights, x: torch.Tensor, dout: str, tokens: int, s
         parts.append(w.bias.numpy().astype(np.float32).tobytes())
     raw = run_binary(binary, aligned_parts(parts))
     dt = {"f16": np.int16, "bf16": np.int16, "f32": np.int32}[dout]
-    y = torch.from_numpy(raw.view(dt).reshape(M, OC).copy()).view(TORCH_DTYPES[dout])
+    y = torch.from_numpy(raw.view(dt).reshape(M, ldy or OC).copy()).view(TORCH_DTYPES[dout])
     return y[:, :w.logical_out]
 
 
@@ -100,6 +101,17 @@ def test_gemm_on_host_clusters_same_bits(share):
     y = run_gemm_host(w, x, "bf16", 64, 2, share)
     assert_close(y, x, w, "bf16")
     assert torch.equal(y, run_gemm_host(w, x, "bf16", 64, 2))
+
+
+@pytest.mark.parametrize("dout", ["bf16", "f32"])
+def test_gemm_on_host_store_paths_same_bits(dout):
+    # the epilogue stores a lane's 4 outputs with one vector store where all 4 are valid and aligned,
+    # else one by one: 250 output features (the last lane of the second group has 2 valid) and rows
+    # 257 apart (every other row's address unaligned) take the scalar path, the same bits
+    w, x = problem(2.0, "mcg", "bf16", 70, 256, 250, seed=13, bias=True)
+    y = run_gemm_host(w, x, dout, 64, 2)
+    assert_close(y, x, w, dout)
+    assert torch.equal(y, run_gemm_host(w, x, dout, 64, 2, ldy=257))
 
 
 def test_gemm_on_host_multicast_same_bits():
