@@ -4,10 +4,11 @@ arguments and launch geometry (torch-free).
 Block: 128 output features (one Hadamard block) x TOKENS tokens, the whole input dimension;
 grid = (OC / 128, ceil(M / TOKENS)), or with clusters of ``share`` token blocks that split each
 stage's decode (share_for(): pairs wherever the token blocks pair up) (token blocks, OC / 128).
-With ``mcast`` (a tile parameter, timing studies until measured) clusters of that many column
-groups of one token block along x instead: each block copies 1 / mcast of a stage's activation tile
-and the TMA unit multicasts it into every block of the cluster (each tile read from L2 once per
-cluster, not once per column group).
+With ``mcast`` (a tile parameter for timing studies: 1.015-1.023x the time of share 1 on an H100,
+benchmarks/RESULTS.md session 57, so no call dispatches it) clusters of that many column groups of
+one token block along x instead: each block copies 1 / mcast of a stage's activation tile and the TMA
+unit multicasts it into every block of the cluster (each tile read from L2 once per cluster, not once
+per column group).
 The activations arrive rotated and fp16 from the prep kernel (kernels.prep). wgmma is an sm_90a
 feature: the kernel compiles for ``sm_90a`` (runs on sm_90 GPUs: H100 / H200), and only there.
 """
