@@ -3,8 +3,9 @@
 Per profiled kernel: duration, SM clock, issued instructions and instructions per decoded weight
 (from the plans file), issue-slot use, warps per scheduler, each pipe's active cycles and the
 warp-state samples by stall reason, also split by code region (before / inside / after the innermost loop
-that issues the matrix unit: prologue, main loop, epilogue); with ``--hot N`` the N SASS instructions
-with the most samples and their main reasons.
+that issues the matrix unit: prologue, main loop, epilogue; every other loop outside it on its own, such
+as a warp-specialized kernel's producer loop); with ``--hot N`` the N SASS instructions with the most
+samples and their main reasons.
 
     python benchmarks/ncu_summary.py DIR [--hot 20] [--json summary.json]
 """
@@ -88,23 +89,55 @@ def _branch_target(sass: str) -> int | None:
     return int(t, 16) if t.startswith("0x") else None
 
 
+# Loops shorter than this outside the main loop are spin waits (an mbarrier's try-wait and its branch
+# back), whose samples belong to the code around them; longer ones are reported on their own.
+MIN_OTHER_LOOP = 8
+
+
+def _loops(rows: list[dict], addr: list[int], where: dict) -> list[tuple[int, int]]:
+    """Every backward branch's span (first row, branch row), in row indices; not the branches after
+    the kernel's last EXIT (the out-of-line retries of spin waits that ptxas places there jump back
+    to where they were called from)."""
+    exits = [i for i, r in enumerate(rows) if re.search(r"\bEXIT\b", r["Source"])]
+    end = exits[-1] if exits else len(rows)
+    out = []
+    for i, r in enumerate(rows[:end]):
+        t = _branch_target(r["Source"])
+        if t is not None and t < addr[i] and t in where:
+            out.append((where[t], i))
+    return out
+
+
 def regions(rows: list[dict]) -> dict[str, dict]:
     """Samples before, inside and after the innermost backward-branching loop that issues the matrix
-    unit (HMMA / HGMMA / IMMA): {region: {"share": fraction of the kernel's samples, "instructions":
-    count, "stalls": top reasons as fractions of the region's samples}}; {} when there is no such loop."""
+    unit (HMMA / HGMMA / IMMA), with every other loop of at least MIN_OTHER_LOOP instructions outside
+    it split out as "loop +0x<offset>" (a warp-specialized kernel's producer loop: its samples are not
+    the epilogue's): {region: {"share": fraction of the kernel's samples, "instructions": count,
+    "stalls": top reasons as fractions of the region's samples}}; {} when there is no such loop."""
     addr = [int(r["Address"], 16) for r in rows]
     where = {a: i for i, a in enumerate(addr)}
+    spans = _loops(rows, addr, where)
     best = None
-    for i, r in enumerate(rows):
-        t = _branch_target(r["Source"])
-        if t is None or t >= addr[i] or t not in where:
-            continue
-        lo = where[t]
+    for lo, i in spans:
         if any(_MATRIX_OP.search(rows[j]["Source"]) for j in range(lo, i + 1)) and (best is None or i - lo < best[1] - best[0]):
             best = (lo, i)
     if best is None:
         return {}
-    parts = {"prologue": rows[:best[0]], "main loop": rows[best[0]:best[1] + 1], "epilogue": rows[best[1] + 1:]}
+    # the other loops: spans clear of the main loop, overlapping ones merged into their union
+    others: list[list[int]] = []
+    for lo, hi in sorted(s for s in spans if s[1] < best[0] or s[0] > best[1]):
+        if others and lo <= others[-1][1]:
+            others[-1][1] = max(others[-1][1], hi)
+        else:
+            others.append([lo, hi])
+    others = [o for o in others if o[1] - o[0] + 1 >= MIN_OTHER_LOOP]
+    label = ["prologue" if i < best[0] else "main loop" if i <= best[1] else "epilogue" for i in range(len(rows))]
+    for lo, hi in others:
+        for i in range(lo, hi + 1):
+            label[i] = f"loop +0x{addr[lo] - addr[0]:x}"
+    parts: dict[str, list[dict]] = {}
+    for name in ["prologue", "main loop", "epilogue"] + [f"loop +0x{addr[lo] - addr[0]:x}" for lo, _ in others]:
+        parts[name] = [r for r, lab in zip(rows, label) if lab == name]
     total = sum(num(r["Warp Stall Sampling (All Samples)"]) for r in rows) or 1.0
     out = {}
     for name, part in parts.items():
@@ -163,7 +196,7 @@ def main() -> None:
         if "stall share" in row:
             print("   stalls: " + ", ".join(f"{s} {v:.0%}" for s, v in row["stall share"].items()))
         for name, reg in row.get("regions", {}).items():
-            print(f"   {name:<10} {reg['share']:.0%} of samples, {reg['instructions']} instructions: "
+            print(f"   {name:<12} {reg['share']:.0%} of samples, {reg['instructions']} instructions: "
                   + ", ".join(f"{s} {v:.0%}" for s, v in reg["stalls"].items()))
         for h in row.get("hot", []):
             print("     " + h)

@@ -1,5 +1,6 @@
 """benchmarks/ncu_summary.py: the split of a kernel's stall samples into prologue / main loop /
-epilogue around its innermost matrix-unit loop (Nsight Compute's per-SASS export, no GPU)."""
+epilogue around its innermost matrix-unit loop, and its other loops on their own (Nsight Compute's
+per-SASS export, no GPU)."""
 import importlib.util
 import os
 
@@ -40,3 +41,30 @@ def test_regions_split_around_the_innermost_unit_loop():
 def test_no_unit_loop_no_regions():
     rows = [r for r in _kernel() if "HMMA." not in r["Source"]]
     assert ncu_summary.regions(rows) == {}
+
+
+def test_other_loops_split_out_and_spin_wait_retries_ignored():
+    # a warp-specialized kernel: the consumers' unit loop, their epilogue, the producer's loop of 8
+    # instructions (its own region, not the epilogue's), a 2-instruction spin wait (the epilogue's),
+    # and after the last EXIT the out-of-line retry of a wait that branches back into the producer
+    rows = [_row(0x100, "LDC R1, c[0x0][0x28]", 0),
+            _row(0x110, "SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR8], R4", 1, long_sb=1),   # unit loop 0x110 .. 0x130
+            _row(0x120, "HGMMA.64x256x16.F32 R24, gdesc[UR12], R24", 2, wait=2),
+            _row(0x130, "@P1 BRA 0x110", 5, long_sb=5),
+            _row(0x140, "STS [R2], R24", 1, short_sb=1),
+            _row(0x150, "SHFL.BFLY PT, R3, R4, 0x1, 0x1f", 1, short_sb=1),           # spin-wait-sized loop
+            _row(0x160, "@!P2 BRA 0x150", 2, short_sb=2),
+            _row(0x170, "EXIT", 0)]
+    rows += [_row(0x180 + 16 * i, "LOP3.LUT R5, R6, R7, R8, 0x96, !PT", 1, selected=1) for i in range(7)]
+    rows += [_row(0x1f0, "@P3 BRA 0x180", 1, dispatch=1),                              # producer loop 0x180 .. 0x1f0
+             _row(0x200, "EXIT", 0),
+             _row(0x210, "SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR8], R4", 0),
+             _row(0x220, "@!P0 BRA 0x210", 0),
+             _row(0x230, "BRA 0x190", 0)]
+    reg = ncu_summary.regions(rows)
+    assert list(reg) == ["prologue", "main loop", "epilogue", "loop +0x80"]
+    # the epilogue: its 4 rows, the producer's EXIT and the 3 retry rows after it
+    assert [reg[k]["instructions"] for k in reg] == [1, 3, 8, 8]
+    assert [reg[k]["share"] for k in reg] == [0.0, 0.4, 0.2, 0.4]
+    assert reg["loop +0x80"]["stalls"] == {"selected": 0.88, "dispatch": 0.12}
+    assert reg["epilogue"]["stalls"] == {"short_sb": 1.0}
