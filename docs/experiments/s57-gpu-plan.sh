@@ -8,7 +8,9 @@
 #              rm -rf ab && mkdir -p ab/O ab/N && git archive b53fca6 escha_jit templates tuning | tar -x -C ab/O
 #              git archive HEAD escha_jit templates tuning | tar -x -C ab/N      (carry=["ab"])
 #   rows8    ab/N (this tree) against ab/N8 (the same with EPI_ROWS = 8 in templates/gemm.hip.j2), the GEMM
-#            alone; then Nsight Compute over this tree's pair kernel ($OUT/ncu_pair_s57)
+#            alone; then Nsight Compute over this tree's pair kernel ($OUT/ncu_pair_s57):
+#              rm -rf ab && mkdir -p ab/N ab/N8 && for t in N N8; do git archive HEAD escha_jit templates tuning | tar -x -C ab/$t; done
+#              sed -i 's/constexpr int EPI_ROWS = 4;/constexpr int EPI_ROWS = 8;/' ab/N8/templates/gemm.hip.j2
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-.out}; mkdir -p "$OUT"
