@@ -131,13 +131,12 @@ def regions(rows: list[dict]) -> dict[str, dict]:
         else:
             others.append([lo, hi])
     others = [o for o in others if o[1] - o[0] + 1 >= MIN_OTHER_LOOP]
+    loop_names = [f"loop +0x{addr[lo] - addr[0]:x}" for lo, _ in others]
     label = ["prologue" if i < best[0] else "main loop" if i <= best[1] else "epilogue" for i in range(len(rows))]
-    for lo, hi in others:
-        for i in range(lo, hi + 1):
-            label[i] = f"loop +0x{addr[lo] - addr[0]:x}"
-    parts: dict[str, list[dict]] = {}
-    for name in ["prologue", "main loop", "epilogue"] + [f"loop +0x{addr[lo] - addr[0]:x}" for lo, _ in others]:
-        parts[name] = [r for r, lab in zip(rows, label) if lab == name]
+    for (lo, hi), name in zip(others, loop_names):
+        label[lo:hi + 1] = [name] * (hi + 1 - lo)
+    parts = {name: [r for r, lab in zip(rows, label) if lab == name]
+             for name in ["prologue", "main loop", "epilogue"] + loop_names}
     total = sum(num(r["Warp Stall Sampling (All Samples)"]) for r in rows) or 1.0
     out = {}
     for name, part in parts.items():
