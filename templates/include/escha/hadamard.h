@@ -33,23 +33,16 @@ ESCHA_DEVICE bool fp16_fits_or_raise(float amax, int lane, int* row_e) {
     return fp16_fits_or(amax, lane, [&](int e) { atomicMax(row_e, e); });
 }
 
-// FMA: the butterflies of strides 4..64 as one fma each, o + (+-1) v (the upper lane of a pair takes
-// o - v, the lower v + o; the product by +-1 is exact, so the one rounding is the add's or the
-// subtract's: the same bits as a select and an add, one instruction instead of two). It keeps the 5
-// signs live across a caller's loop: the coded GEMM's epilogue has registers to spare; the words prep
-// kernel spilled at its 64 with it and 164 of 241 shipped fused kernels moved (session 57).
-template <bool FMA = false>
 ESCHA_DEVICE void hadamard128_lane(float (&v)[4], int lane) {
     float a0 = v[0] + v[1], a1 = v[0] - v[1], a2 = v[2] + v[3], a3 = v[2] - v[3];   // stride 1
     v[0] = a0 + a2; v[1] = a1 + a3; v[2] = a0 - a2; v[3] = a1 - a3;                 // stride 2
     #pragma unroll
     for (int m = 1; m < 32; m <<= 1) {                                                 // strides 4..64
         const bool upper = (lane & m) != 0;
-        const float sign = upper ? -1.f : 1.f;
         #pragma unroll
         for (int i = 0; i < 4; ++i) {
             float o = shfl_xor(v[i], m);
-            v[i] = FMA ? fmaf(sign, v[i], o) : upper ? o - v[i] : v[i] + o;
+            v[i] = upper ? o - v[i] : v[i] + o;
         }
     }
 }
@@ -93,21 +86,33 @@ ESCHA_DEVICE float out_value(float v, int i, float scale, const OutFactors& f, b
     return o;
 }
 
-// finish_row128's stores for rows already rotated (v: the lane's 4 rotated sums), as one vector store
-// where all 4 columns are valid and their address is aligned to 4 elements, else one per element
-// (the coded GEMM's epilogue: 4 stores per lane and row were 4 issue slots and 4 partial writes).
-template <typename out_t>
-ESCHA_DEVICE void store_row128(const float (&v)[4], float scale, const OutFactors& f, bool has_s, bool has_bias,
-                               int c, int out_valid, out_t* y, long long row_off) {
-    float o[4];
+// The Sylvester butterflies of strides 1, 2, .. N / 2, in this order, over N values one lane holds
+// (element i of a block of N features, or index bits the caller maps to feature bits): an N-point
+// Hadamard, unscaled, inside the lane.
+template <int N>
+ESCHA_DEVICE void hadamard_in_lane(float (&v)[N]) {
     #pragma unroll
-    for (int i = 0; i < 4; ++i) o[i] = out_value(v[i], i, scale, f, has_s, has_bias);
+    for (int s = 1; s < N; s <<= 1)
+        #pragma unroll
+        for (int i = 0; i < N; ++i)
+            if ((i & s) == 0) {
+                const float a = v[i], b = v[i + s];
+                v[i] = a + b;
+                v[i + s] = a - b;
+            }
+}
+
+// N = 4 or 8 consecutive outputs c .. c+N-1 of one row (o: final values in fp32), rounded once into
+// y[row_off + c ..] for c + i < out_valid: one vector store where all N are valid and their address is
+// aligned to N elements, else one per element.
+template <int N, typename out_t>
+ESCHA_DEVICE void store_outputs(const float (&o)[N], int c, int out_valid, out_t* y, long long row_off) {
     out_t* p = y + row_off + c;
-    if (c + 4 <= out_valid && reinterpret_cast<u64>(p) % (4 * sizeof(out_t)) == 0) {
-        store4(p, o);
+    if (c + N <= out_valid && reinterpret_cast<u64>(p) % (N * sizeof(out_t)) == 0) {
+        store_n<N>(p, o);
     } else {
         #pragma unroll
-        for (int i = 0; i < 4; ++i)
+        for (int i = 0; i < N; ++i)
             if (c + i < out_valid) p[i] = from_float<out_t>(o[i]);
     }
 }

@@ -104,15 +104,21 @@ ESCHA_DEVICE void load_words4(const T* p, u32 (&w)[sizeof(T)]) {
     }
 }
 
-// Four floats rounded to nearest-even into four consecutive T at p (aligned to 4 elements): one
-// vector store (8 bytes of 16-bit T, 16 of float).
-template <typename T>
-ESCHA_DEVICE void store4(T* p, const float (&o)[4]) {
+// N = 4 or 8 floats rounded to nearest-even into N consecutive T at p (aligned to N elements): one
+// vector store of 8 or 16 bytes of 16-bit T, N / 4 of 16 bytes of float.
+template <int N, typename T>
+ESCHA_DEVICE void store_n(T* p, const float (&o)[N]) {
     static_assert(sizeof(T) == 2 || sizeof(T) == 4, "2- or 4-byte elements");
-    if constexpr (sizeof(T) == 2) {
+    static_assert(N == 4 || N == 8, "4 or 8 elements");
+    if constexpr (sizeof(T) == 2 && N == 4) {
         *reinterpret_cast<u64*>(p) = (u64)pack2_rn<T>(o[0], o[1]) | ((u64)pack2_rn<T>(o[2], o[3]) << 32);
+    } else if constexpr (sizeof(T) == 2) {
+        *reinterpret_cast<u32x4*>(p) = u32x4{pack2_rn<T>(o[0], o[1]), pack2_rn<T>(o[2], o[3]),
+                                             pack2_rn<T>(o[4], o[5]), pack2_rn<T>(o[6], o[7])};
     } else {
-        *reinterpret_cast<f32x4*>(p) = f32x4{o[0], o[1], o[2], o[3]};
+        #pragma unroll
+        for (int i = 0; i < N; i += 4)
+            reinterpret_cast<f32x4*>(p)[i / 4] = f32x4{o[i], o[i + 1], o[i + 2], o[i + 3]};
     }
 }
 
