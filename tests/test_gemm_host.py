@@ -26,25 +26,24 @@ TOL = {"f16": 1e-3, "bf16": 2.5e-3, "f32": 1e-3}     # relative RMS per row, the
 
 
 @functools.cache
-def gemm_binary(K: float, cb: str, dout: str, tokens: int, stages: int, share: int = 1,
-                mcast: int = 1) -> tuple[str, int, object]:
-    spec = gemm.spec_for("sm_90", K, cb, dout, tokens=tokens, stages=stages, share=share, mcast=mcast)
+def gemm_binary(K: float, cb: str, dout: str, tokens: int, stages: int, share: int = 1) -> tuple[str, int, object]:
+    spec = gemm.spec_for("sm_90", K, cb, dout, tokens=tokens, stages=stages, share=share)
     path = build(spec, gemm.render_extra(spec), "gemm_host.cpp", [f"ESCHA_K2={round(2 * K)}", "ESCHA_HOST_SM90"])
     return path, gemm.smem_bytes(spec), spec
 
 
 def run_gemm_host(w: R.LinearWeights, x: torch.Tensor, dout: str, tokens: int, stages: int, share: int = 1,
-                  mcast: int = 1, ldy: int = 0) -> torch.Tensor:
+                  ldy: int = 0) -> torch.Tensor:
     """y [M, out_features] as the GEMM wrote it, after the prep kernel; xh's rows past M hold NaN
     (on a GPU: stale rows of the reused buffer), which must reach no stored output. ``ldy``: the
     elements between y's rows (0: OC)."""
     M, IC, OC = x.shape[0], w.IC, w.OC
-    binary, smem, spec = gemm_binary(w.K, w.codebook, dout, tokens, stages, share, mcast)
+    binary, smem, spec = gemm_binary(w.K, w.codebook, dout, tokens, stages, share)
     xh, xh_exp = run_prep("sm90", w, x, False, 1)
     rows = gemm.padded_rows(spec, M)
     pad = np.full((rows - M) * IC, 0x7E00, np.uint16).tobytes()          # fp16 NaN
     hdr = [M, IC, OC, rows, w.logical_out, w.s_out is not None, w.bias is not None, smem, tokens, OUT_BYTES[dout],
-           share, mcast, ldy]
+           share, ldy]
     parts = [np.array(hdr + [0] * (16 - len(hdr)), np.int32).tobytes(), xh + pad,
              xh_exp.astype(np.int32).tobytes(), w.code.numpy().tobytes(), w.rout.numpy().tobytes()]
     if w.s_out is not None:
@@ -113,13 +112,3 @@ def test_gemm_on_host_store_paths_same_bits(dout):
     assert_close(y, x, w, dout)
     assert torch.equal(y, run_gemm_host(w, x, dout, 64, 2, ldy=257))
 
-
-def test_gemm_on_host_multicast_same_bits():
-    # clusters of 2 column groups of one token block: each block copies half of a stage's token rows
-    # and the TMA multicast writes them into both blocks' slots (each `full` expects the whole tile,
-    # each slot is refilled only when both blocks' consumers released it); 2 token blocks, 4 column
-    # groups, 8 steps through 2 slots
-    w, x = problem(3.0, "mcg", "f16", 100, 512, 512, seed=11, bias=True)
-    y = run_gemm_host(w, x, "f16", 64, 2, mcast=2)
-    assert_close(y, x, w, "f16")
-    assert torch.equal(y, run_gemm_host(w, x, "f16", 64, 2))

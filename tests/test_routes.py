@@ -137,20 +137,6 @@ def test_gemm_pairs_token_blocks_where_they_pair_up():
         gemm.spec_for("sm_90", 2.0, "mcg", "f16", share=3)
 
 
-def test_gemm_multicast_clusters_of_column_groups():
-    """mcast: clusters of column groups along x (the grid keeps its orientation), each block's TMA
-    box 1 / mcast of the token rows; whole clusters of column groups only; not with share."""
-    m = gemm.spec_for("sm_90", 3.0, "mcg", "bf16", mcast=2)
-    assert m.params["mcast"] == 2 and gemm.cluster_of(m) == 2 and gemm.box_rows(m) == 128
-    assert gemm.grid(m, 1024, 4096) == (32, 4) and gemm.token_blocks(m, 300) == 2
-    assert gemm.mcast_fits(m, 4096) and not gemm.mcast_fits(m, 384)
-    assert gemm.smem_bytes(m) == gemm.smem_bytes(gemm.spec_for("sm_90", 3.0, "mcg", "bf16"))
-    assert gemm.variant(m, stages=2).params == {"tokens": 256, "stages": 2, "mcast": 2}
-    for bad in (dict(mcast=4), dict(mcast=2, share=2)):
-        with pytest.raises(ValueError, match="mcast"):
-            gemm.spec_for("sm_90", 3.0, "mcg", "f16", **bad)
-
-
 def test_gemm_shipped_for_sm90_only():
     ops90 = [s for s, _ in shipped_specs("sm_90") if s.op == "gemm"]
     assert len(ops90) == len(all_rate_codebooks()) * len(gemm.OUT_DTYPES) * len(gemm.shares())

@@ -4,11 +4,6 @@ arguments and launch geometry (torch-free).
 Block: 128 output features (one Hadamard block) x TOKENS tokens, the whole input dimension;
 grid = (OC / 128, ceil(M / TOKENS)), or with clusters of ``share`` token blocks that split each
 stage's decode (share_for(): pairs wherever the token blocks pair up) (token blocks, OC / 128).
-With ``mcast`` (a tile parameter for timing studies: 1.015-1.023x the time of share 1 on an H100,
-benchmarks/RESULTS.md session 57, so no call dispatches it) clusters of that many column groups of
-one token block along x instead: each block copies 1 / mcast of a stage's activation tile and the TMA
-unit multicasts it into every block of the cluster (each tile read from L2 once per cluster, not once
-per column group).
 The activations arrive rotated and fp16 from the prep kernel (kernels.prep). wgmma is an sm_90a
 feature: the kernel compiles for ``sm_90a`` (runs on sm_90 GPUs: H100 / H200), and only there.
 """
@@ -71,10 +66,8 @@ def supported(arch: str) -> bool:
 
 
 def spec_for(arch: str, K: float, codebook: str, out_dtype: str, tokens: int = TOKENS,
-             stages: int = STAGES, diag: int = 0, share: int = SHARE, mcast: int = 1) -> KernelSpec:
+             stages: int = STAGES, diag: int = 0, share: int = SHARE) -> KernelSpec:
     """``share``: token blocks per thread block cluster that split each stage's decode (1, 2, 4).
-    ``mcast``: column groups per cluster that split each stage's activation copy, multicast (1, 2;
-    not with share).
     ``diag`` (timing studies only, benchmarks/bench_gemm_parts.py): 1 = no decode, 2 = no wgmma."""
     if not supported(arch):
         raise ValueError(f"the coded GEMM needs Hopper wgmma ({ARCHES}), not {arch!r}")
@@ -82,51 +75,27 @@ def spec_for(arch: str, K: float, codebook: str, out_dtype: str, tokens: int = T
         raise ValueError(f"tokens={tokens!r}: 64, 128, 192 or 256 tokens per block (the wgmma N, whole epilogue passes)")
     if share not in (1, 2, 4):
         raise ValueError(f"share={share!r}: 1, 2 or 4 token blocks per cluster")
-    if mcast not in (1, 2) or (mcast > 1 and share > 1):
-        raise ValueError(f"mcast={mcast!r}: 1 or 2 column groups per cluster, and not with share={share}")
     if out_dtype not in OUT_DTYPES:
         raise ValueError(f"out_dtype {out_dtype!r}: expected one of {OUT_DTYPES}")
     return KernelSpec.make("gemm", arch + "a", K=K, codebook=codebook, in_dtype="f16", out_dtype=out_dtype,
                            tile={"tokens": tokens, "stages": stages, **({"diag": diag} if diag else {}),
-                                 **({"share": share} if share != 1 else {}),
-                                 **({"mcast": mcast} if mcast != 1 else {})})
+                                 **({"share": share} if share != 1 else {})})
 
 
 def render_extra(spec: KernelSpec) -> dict:
-    return {"out_code": DTYPE_CODES[spec.out_dtype], "diag": spec.params.get("diag", 0), "share": share_of(spec),
-            "mcast": mcast_of(spec)}
+    return {"out_code": DTYPE_CODES[spec.out_dtype], "diag": spec.params.get("diag", 0), "share": share_of(spec)}
 
 
 def share_of(spec: KernelSpec) -> int:
-    """Token blocks per thread block cluster (1: none)."""
+    """Token blocks per thread block cluster (1: no clusters)."""
     return spec.params.get("share", 1)
-
-
-def mcast_of(spec: KernelSpec) -> int:
-    """Column groups per thread block cluster (1: none)."""
-    return spec.params.get("mcast", 1)
-
-
-def cluster_of(spec: KernelSpec) -> int:
-    """Blocks per thread block cluster of a launch, along grid x (1: no clusters)."""
-    return share_of(spec) * mcast_of(spec)
-
-
-def box_rows(spec: KernelSpec) -> int:
-    """Token rows of one TMA copy of the activations (the map's box): a block's, or its part of them."""
-    return spec.params["tokens"] // mcast_of(spec)
-
-
-def mcast_fits(spec: KernelSpec, OC: int) -> bool:
-    """Whether the layer's OC / 128 column groups form whole clusters of mcast_of(spec)."""
-    return (OC // COLS) % mcast_of(spec) == 0
 
 
 def variant(spec: KernelSpec, **tile) -> KernelSpec:
     """``spec`` with some tile parameters replaced (timing studies: benchmarks/bench_gemm_parts.py)."""
     p = {**spec.params, **tile}
     return spec_for(spec.arch[:-1], spec.K, spec.codebook, spec.out_dtype, p["tokens"], p["stages"],
-                    p.get("diag", 0), p.get("share", 1), p.get("mcast", 1))
+                    p.get("diag", 0), p.get("share", 1))
 
 
 def smem_bytes(spec: KernelSpec) -> int:
@@ -155,8 +124,8 @@ def padded_rows(spec: KernelSpec, M: int) -> int:
 
 
 def grid(spec: KernelSpec, M: int, OC: int) -> tuple[int, int]:
-    """(column groups, token blocks), or with clusters of token blocks (token blocks, column groups):
-    clusters run along grid x."""
+    """(column groups, token blocks), or with clusters (token blocks, column groups): clusters run
+    along grid x."""
     if share_of(spec) > 1:
         return token_blocks(spec, M), OC // COLS
     return OC // COLS, token_blocks(spec, M)

@@ -57,24 +57,20 @@ def run_gemm(kernel, spec, xh: torch.Tensor, xh_exp: torch.Tensor, w: LinearWeig
              bias32: Optional[torch.Tensor], stream: int) -> None:
     """Launch the coded GEMM ``spec`` over the prep kernel's rows (xh with whole token tiles):
     y = out [M, out_features] from M = out.shape[0] tokens."""
-    if not gemm.mcast_fits(spec, w.OC):
-        raise ValueError(f"{spec.kernel_name()}: out_features {w.OC} is not whole clusters of "
-                         f"{gemm.mcast_of(spec)} column groups of {gemm.COLS}")
     M = out.shape[0]
     args = (xh, xh_exp, out, out.stride(0), w.code, w.rout, w.s_out, bias32, M, w.IC, w.OC, w.logical_out,
-            _x_tensor_map(xh, gemm.padded_rows(spec, M), w.IC, gemm.box_rows(spec)))
+            _x_tensor_map(xh, gemm.padded_rows(spec, M), w.IC, spec.params["tokens"]))
     kernel.launch(gemm.grid(spec, M, w.OC), (gemm.THREADS,), args, smem=gemm.smem_bytes(spec), stream=stream,
-                  cluster=gemm.cluster_of(spec))
+                  cluster=gemm.share_of(spec))
 
 
 _tensor_maps: dict = {}
 
 
 def _x_tensor_map(xh: torch.Tensor, rows: int, IC: int, tokens: int):
-    """The TMA descriptor of the prep buffer's [rows][IC] fp16 activations in [tokens][64] boxes
-    (``tokens``: kernels.gemm.box_rows), built once per (buffer address, rows, IC, tokens): encoding
-    one costs Python and driver time, and a CUDA graph keeps the descriptor it captured (the buffer
-    stays where it is: ops.fused.scratch)."""
+    """The TMA descriptor of the prep buffer's [rows][IC] fp16 activations in [tokens][64] boxes,
+    built once per (buffer address, rows, IC, tokens): encoding one costs Python and driver time, and
+    a CUDA graph keeps the descriptor it captured (the buffer stays where it is: ops.fused.scratch)."""
     key = (xh.device.index, xh.data_ptr(), rows, IC, tokens)
     tm = _tensor_maps.get(key)
     if tm is None:

@@ -101,13 +101,6 @@ inline void tma_load_2d(u32 dst, const TensorMap* map, int c0, int c1, u32 bar) 
     escha::host::mbar_update(bar, 0, -(int)(map->box_rows * map->box_cols * 2));
 }
 
-// The box into every block of the cluster named in cta_mask (bit r: rank r), at the same offset,
-// its bytes completing on each one's mbarrier at `bar`.
-inline void tma_load_2d_multicast(u32 dst, const TensorMap* map, int c0, int c1, u32 bar, u16 cta_mask) {
-    for (u32 r = 0; r < 16; ++r)
-        if (cta_mask >> r & 1u) tma_load_2d(cluster_map(dst, r), map, c0, c1, cluster_map(bar, r));
-}
-
 // bar.sync id, threads: the first `threads` threads of this block to arrive at barrier `id` (one
 // barrier per id and block: a cluster's blocks run at the same time)
 inline void named_sync(int id, int threads) {

@@ -71,14 +71,6 @@ ESCHA_DEVICE void tma_load_2d(u32 dst, const TensorMap* map, int c0, int c1, u32
                  :: "r"(dst), "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(bar) : "memory");
 }
 
-// The same box, multicast: written at `dst` in every block of the cluster whose bit is set in
-// `cta_mask` (bit r: rank r), its bytes completing on the mbarrier at `bar` in each of them.
-ESCHA_DEVICE void tma_load_2d_multicast(u32 dst, const TensorMap* map, int c0, int c1, u32 bar, u16 cta_mask) {
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
-                 " [%0], [%1, {%2, %3}], [%4], %5;\n"
-                 :: "r"(dst), "l"(reinterpret_cast<u64>(map)), "r"(c0), "r"(c1), "r"(bar), "h"(cta_mask) : "memory");
-}
-
 // Barrier over the first `threads` threads of the block (named barrier `id`, not 0).
 ESCHA_DEVICE void named_sync(int id, int threads) {
     asm volatile("bar.sync %0, %1;\n" :: "r"(id), "r"(threads) : "memory");
