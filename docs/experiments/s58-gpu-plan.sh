@@ -7,7 +7,9 @@
 #   gemm     the GPU GEMM tests on this tree, then the GEMM alone, ab/N against ab/E (bench_gemm_parts,
 #            share 2 where it pairs, K2 mcg, 4 shapes, M = 1024 / 4096)
 #   prefill  bench_linear's prefill cells at M = 1024 (the shipped routes), ab/N against ab/E; then
-#            Nsight Compute over this tree's pair kernel ($OUT/ncu_pair_s58)
+#            clusters of 4 token blocks against the pairs where they take as many waves (4096x14336,
+#            4096x11008 at M = 1024; 8192x28672 takes one more); then Nsight Compute over this tree's
+#            pair kernel ($OUT/ncu_pair_s58)
 #   suite    the whole GPU suite on this tree
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -22,6 +24,9 @@ case "${1:-}" in
   prefill)
     BENCH_ARGS="--ms= --prefill-ms=${PREFILL_MS:-1024}" PREBUILD_ARGS="--ms= --prefill" ROUNDS=2 \
       OUT=$OUT/ab_prefill_epi_s58 timeout ${TP:-320} bash scripts/ab_trees.sh ab/N ab/E | tail -6
+    timeout ${TV:-150} python3 benchmarks/ab_gemm_variants.py --variants "share=2;share=4" --shapes 4096x14336,4096x11008,8192x28672 \
+      --Ks 2 --codebooks mcg,mul1 --ms 1024 --rounds 2 --out "$OUT/ab_gemm_share4_s58.json" > "$OUT/ab_gemm_share4_s58.log" 2>&1
+    tail -8 "$OUT/ab_gemm_share4_s58.log"
     PROBLEMS=4096x14336:2:mcg:1024,4096x4096:2:mcg:1024 GEMM_VARIANT=share=2 OUT=$OUT/ncu_pair_s58 \
       timeout ${TN:-200} bash scripts/ncu_fused.sh | tail -3 ;;
   suite)
