@@ -81,10 +81,11 @@ def test_gemm_on_host_matches_reference(K, cb, din, dout, M, IC, OC, tokens, sta
 
 
 def test_gemm_on_host_block_shapes_same_bits():
-    # tokens per block and ring stages change which tokens share a block and how many epilogue
-    # passes there are (2 stages of 256 tokens: 64 tokens a pass), not the sums: the same bits
+    # tokens per block and ring stages change which tokens share a block, how many epilogue passes
+    # there are (2 stages of 256 tokens: 64 tokens a pass) and row steps per pass (192 tokens: 3 per
+    # warp), not the sums: the same bits
     w, x = problem(2.0, "mcg", "f16", 150, 256, 128, seed=5)
-    ys = [run_gemm_host(w, x, "f16", t, s) for t, s in ((256, 4), (64, 2), (128, 3), (256, 2))]
+    ys = [run_gemm_host(w, x, "f16", t, s) for t, s in ((256, 4), (64, 2), (128, 3), (256, 2), (192, 4))]
     assert_close(ys[0], x, w, "f16")
     for y in ys[1:]:
         assert torch.equal(y, ys[0])
