@@ -5,7 +5,7 @@ import os
 
 from escha_jit.autotune.table import Entry, TuningTable
 from escha_jit.kernels.fused import FusedConfig, FusedLaunch
-from escha_jit.toolchain.sass import instructions, main_loop, opcode, registers_named
+from escha_jit.toolchain.sass import innermost_loops, instructions, main_loop, opcode, registers_named
 
 _PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks", "sass_stats.py")
 _spec = importlib.util.spec_from_file_location("sass_stats", _PATH)
@@ -35,6 +35,14 @@ def test_main_loop_is_the_innermost_loop_with_the_unit():
     loop = main_loop(SASS)
     assert (loop["start"], loop["end"], loop["instructions"]) == (0x30, 0x70, 5)
     assert loop["opcodes"] == {"LOP3.LUT": 1, "IMAD": 1, "HMMA.16816.F32": 1, "ISETP.NE.AND": 1, "BRA": 1}
+
+
+def test_innermost_loops():
+    # the outer loop holds the inner one: not innermost; both others are
+    assert [(lp["start"], lp["end"], lp["instructions"]) for lp in innermost_loops(SASS)] == [(0x30, 0x70, 5), (0xa0, 0xb0, 2)]
+    assert innermost_loops(SASS)[1]["opcodes"] == {"SHFL.BFLY": 1, "BRA": 1}
+    # spans shorter than min_instructions neither count nor hide the loops around them
+    assert [(lp["start"], lp["end"]) for lp in innermost_loops(SASS, min_instructions=6)] == [(0x10, 0x90)]
 
 
 def test_registers_the_loop_names():

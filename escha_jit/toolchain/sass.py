@@ -89,6 +89,30 @@ def main_loop(sass: str, markers: tuple = LOOP_MARKERS) -> Optional[dict]:
                 registers=registers_named(t for _, t in best))
 
 
+def innermost_loops(sass: str, min_instructions: int = 1) -> list[dict]:
+    """Every innermost loop of at least ``min_instructions`` (a backward branch's span holding no other
+    such span; shorter ones inside, e.g. a uniform retry loop, do not count), in address order: start /
+    end addresses, instruction count and opcodes by count (most first). A warp-specialized kernel has
+    one hot loop per role (the coded GEMM: the producer's decode, the consumers' wgmma, the
+    epilogue's row steps)."""
+    ins = instructions(sass)
+    index = {a: i for i, (a, _) in enumerate(ins)}
+    spans = []
+    for i, (addr, text) in enumerate(ins):
+        m = _TARGET.search(text)
+        if m and (target := int(m.group(1), 16)) < addr and target in index:
+            spans.append((index[target], i))
+    spans = [(lo, hi) for lo, hi in spans if hi - lo + 1 >= min_instructions]
+    out = []
+    for lo, hi in sorted(spans):
+        if any((lo, hi) != (a, b) and lo <= a and b <= hi for a, b in spans):
+            continue
+        body = ins[lo:hi + 1]
+        out.append(dict(start=body[0][0], end=body[-1][0], instructions=len(body),
+                        opcodes=dict(Counter(opcode(t) for _, t in body).most_common())))
+    return out
+
+
 _REG = re.compile(r"\bR(\d+)\b")
 # destination widths beyond one register that an instruction's modifiers say (LDS.128: 4, .64: 2)
 _WIDE = re.compile(r"\.(64|128)\b")
