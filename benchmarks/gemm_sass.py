@@ -34,8 +34,10 @@ def loop_role(opcodes: dict) -> str:
     return "other"
 
 
-def stats(spec) -> dict:
-    entry = compile_spec(spec, gemm.render_extra(spec))
+def stats(spec, cache=None) -> dict:
+    """Registers, spill bytes and the innermost loops (role, instruction count, watched opcodes) of
+    ``spec`` (a kernels.gemm spec), compiled into ``cache`` (default: escha_jit's)."""
+    entry = compile_spec(spec, gemm.render_extra(spec), cache=cache)
     res = next(iter(entry.code.resources.values()))
     loops = []
     for lp in innermost_loops(disassemble(entry.code.binary), min_instructions=32):

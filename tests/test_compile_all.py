@@ -97,6 +97,25 @@ def test_gemm_block_variants_compile_clean(tmp_path):
         assert check_code_object(gs, entry.code.binary, entry.code.resources) == [], v
 
 
+def test_gemm_loops_by_role(tmp_path):
+    """benchmarks/gemm_sass.py reads the coded GEMM's SASS by loop: a producer loop (decode and
+    swizzled stores), the consumers' wgmma loop, and the epilogue's row step with one shuffle round
+    per 8 rows (32 SHFL: the Hadamard's stride 64; the other strides run in the accumulators and in
+    the lane, benchmarks/RESULTS.md session 58) and no spills."""
+    import importlib.util
+    assert find_cuobjdump(), "cuobjdump missing: the SASS checks need escha_jit[sass]"
+    from escha_jit.kernels import gemm
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks", "gemm_sass.py")
+    spec = importlib.util.spec_from_file_location("gemm_sass", path)
+    gemm_sass = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gemm_sass)
+    from escha_jit.cache import KernelCache
+    s = gemm_sass.stats(gemm.spec_for("sm_90", 2.0, "mcg", "bf16", share=2), cache=KernelCache(str(tmp_path)))
+    roles = {lp["role"]: lp for lp in s["loops"]}
+    assert s["spill_bytes"] == 0 and set(roles) == {"producer", "wgmma", "epilogue"}, s
+    assert roles["wgmma"]["HGMMA"] == 8 and roles["epilogue"]["SHFL"] == 32 and roles["producer"]["STS"] == 16, s
+
+
 def test_expected_sass_per_kernel_and_arch():
     f90 = fused.spec_for("sm_90", 2.0, "mcg", "f16", "f16", fused.FusedConfig())
     f80 = fused.spec_for("sm_80", 2.0, "mcg", "f16", "f16", fused.FusedConfig())
