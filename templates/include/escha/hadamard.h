@@ -102,17 +102,17 @@ ESCHA_DEVICE void hadamard_in_lane(float (&v)[N]) {
             }
 }
 
-// N = 4 or 8 consecutive outputs c .. c+N-1 of one row (o: final values in fp32), rounded once into
-// y[row_off + c ..] for c + i < out_valid: one vector store where all N are valid and their address is
-// aligned to N elements, else one per element.
-template <int N, typename out_t>
-ESCHA_DEVICE void store_outputs(const float (&o)[N], int c, int out_valid, out_t* y, long long row_off) {
+// Eight consecutive outputs c .. c+7 of one row (o: final values in fp32), rounded once into
+// y[row_off + c ..] for c + i < out_valid: one vector store where all 8 are valid and their address is
+// aligned to 8 elements, else one per element.
+template <typename out_t>
+ESCHA_DEVICE void store_outputs(const float (&o)[8], int c, int out_valid, out_t* y, long long row_off) {
     out_t* p = y + row_off + c;
-    if (c + N <= out_valid && reinterpret_cast<u64>(p) % (N * sizeof(out_t)) == 0) {
-        store_n<N>(p, o);
+    if (c + 8 <= out_valid && reinterpret_cast<u64>(p) % (8 * sizeof(out_t)) == 0) {
+        store8(p, o);
     } else {
         #pragma unroll
-        for (int i = 0; i < N; ++i)
+        for (int i = 0; i < 8; ++i)
             if (c + i < out_valid) p[i] = from_float<out_t>(o[i]);
     }
 }

@@ -104,21 +104,17 @@ ESCHA_DEVICE void load_words4(const T* p, u32 (&w)[sizeof(T)]) {
     }
 }
 
-// N = 4 or 8 floats rounded to nearest-even into N consecutive T at p (aligned to N elements): one
-// vector store of 8 or 16 bytes of 16-bit T, N / 4 of 16 bytes of float.
-template <int N, typename T>
-ESCHA_DEVICE void store_n(T* p, const float (&o)[N]) {
+// Eight floats rounded to nearest-even into eight consecutive T at p (16-byte aligned): one 16-byte
+// vector store of 16-bit T, two of float.
+template <typename T>
+ESCHA_DEVICE void store8(T* p, const float (&v)[8]) {
     static_assert(sizeof(T) == 2 || sizeof(T) == 4, "2- or 4-byte elements");
-    static_assert(N == 4 || N == 8, "4 or 8 elements");
-    if constexpr (sizeof(T) == 2 && N == 4) {
-        *reinterpret_cast<u64*>(p) = (u64)pack2_rn<T>(o[0], o[1]) | ((u64)pack2_rn<T>(o[2], o[3]) << 32);
-    } else if constexpr (sizeof(T) == 2) {
-        *reinterpret_cast<u32x4*>(p) = u32x4{pack2_rn<T>(o[0], o[1]), pack2_rn<T>(o[2], o[3]),
-                                             pack2_rn<T>(o[4], o[5]), pack2_rn<T>(o[6], o[7])};
+    if constexpr (sizeof(T) == 4) {
+        reinterpret_cast<f32x4*>(p)[0] = f32x4{v[0], v[1], v[2], v[3]};
+        reinterpret_cast<f32x4*>(p)[1] = f32x4{v[4], v[5], v[6], v[7]};
     } else {
-        #pragma unroll
-        for (int i = 0; i < N; i += 4)
-            reinterpret_cast<f32x4*>(p)[i / 4] = f32x4{o[i], o[i + 1], o[i + 2], o[i + 3]};
+        *reinterpret_cast<u32x4*>(p) = u32x4{pack2_rn<T>(v[0], v[1]), pack2_rn<T>(v[2], v[3]),
+                                             pack2_rn<T>(v[4], v[5]), pack2_rn<T>(v[6], v[7])};
     }
 }
 
