@@ -52,8 +52,8 @@ def host_binary(layout: str, K: float, cb: str, din: str, dout: str, cfg: fused.
 
 
 @functools.cache
-def prep_binary(layout: str, din: str, words: bool) -> str:
-    spec = prep.spec_for(ARCH[layout], din, words)
+def prep_binary(layout: str, din: str, words: bool, groups: bool = False) -> str:
+    spec = prep.spec_for(ARCH[layout], din, words, groups)
     return build(spec, prep.render_extra(spec), "prep_host.cpp", HOST_DEFINES[layout])
 
 
@@ -64,7 +64,8 @@ def padded(x: torch.Tensor, IC: int) -> torch.Tensor:
     return xp
 
 
-def run_prep(layout: str, w: R.LinearWeights, x: torch.Tensor, words: bool, segments: int) -> tuple[bytes, np.ndarray]:
+def run_prep(layout: str, w: R.LinearWeights, x: torch.Tensor, words: bool, segments: int,
+             groups: bool = False) -> tuple[bytes, np.ndarray]:
     """(the prep kernel's xh buffer, xh_exp [M]); asserts its per-row counters are back at zero"""
     M, IC = x.shape[0], w.IC
     nkb = IC // 128
@@ -76,10 +77,35 @@ def run_prep(layout: str, w: R.LinearWeights, x: torch.Tensor, words: bool, segm
     if w.s_in is not None:
         parts.append(w.s_in.numpy().astype(np.float32).tobytes())
     din = {torch.float16: "f16", torch.bfloat16: "bf16"}[x.dtype]
-    raw = run_binary(prep_binary(layout, din, words), aligned_parts(parts)).tobytes()
+    raw = run_binary(prep_binary(layout, din, words, groups), aligned_parts(parts)).tobytes()
     xh, rest = raw[:out_bytes], np.frombuffer(raw[out_bytes:], np.int32)
     assert (rest[M:] == 0).all()                # row_sync reset by each row's last block
     return xh, rest[:M].copy()
+
+
+@pytest.mark.parametrize("din", ["f16", "bf16"])
+@pytest.mark.parametrize("escha", [True, False])
+def test_prep_groups_same_bits_on_host(din, escha):
+    # The coded GEMM's prep kernel over many rows (groups: a wave rotates 8 blocks of 128 features
+    # per step, 4 lanes each, strides 8 and 16 by shuffles) stores the one-block-per-wave kernel's
+    # bits and exponents: 11 blocks a row (a whole step, then a row's last step of 3 blocks),
+    # inputs past in_features (padding), s_in given or not, bf16 rows raised beyond fp16 (redone
+    # scaled) - and within fp16 rounding of the reference rotation.
+    M, IC = 260, 1408
+    w = dataclasses.replace(random_layer(IC, 256, 2.0, "mcg", seed=9, escha_scales=escha), in_features=IC - 21)
+    g = torch.Generator().manual_seed(9)
+    x = torch.randn(M, w.logical_in, generator=g)
+    if din == "bf16":
+        x[3, 5], x[200, IC - 22] = 3e9, -8e10
+    x = x.to(torch.float16 if din == "f16" else torch.bfloat16)
+    lane_h, lane_e = run_prep("sm90", w, x, False, 1)
+    grp_h, grp_e = run_prep("sm90", w, x, False, 1, groups=True)
+    assert (grp_e == lane_e).all() and grp_h == lane_h
+    assert sorted(np.nonzero(lane_e)[0].tolist()) == ([3, 200] if din == "bf16" else [])
+    h = torch.frombuffer(bytearray(grp_h), dtype=torch.float16).view(M, IC).double()
+    xs = padded(x, IC).float() * R.input_scale(w)
+    ref = R.hadamard128(xs).double() * torch.exp2(-torch.from_numpy(lane_e).double())[:, None]
+    assert ((h - ref).norm() / ref.norm()).item() < 1e-3
 
 
 def run_host(layout: str, w: R.LinearWeights, x: torch.Tensor, dout: str, cfg: fused.FusedConfig,

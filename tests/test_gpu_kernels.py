@@ -926,6 +926,40 @@ def test_prep_row_segments_same_bits(dtype):
     assert not F.scratch.prep_sync(dev, 6)[:12].any()                 # every row's counters back at zero
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("IC,pad,escha", [(4096, 0, True), (11008, 0, False), (3584, 37, True)])
+def test_prep_groups_same_bits(dtype, IC, pad, escha):
+    """The coded GEMM's prep kernel over many rows (groups=True: a wave rotates 8 blocks of 128
+    features per step, 4 lanes each) stores the one-block-per-wave kernel's bits and exponents - no
+    product fused into the first butterfly on either side - at whole steps (4096), a row's last step
+    short of 8 blocks (11008: 86 blocks), inputs past in_features (padding), s_in given or not, rows
+    raised beyond fp16 (bf16 / fp32: redone scaled), and for x at an odd offset (the groups kernel
+    takes the lane path there)."""
+    M = 300
+    w = dataclasses.replace(_layer(IC, 256, 2.0, "mcg", seed=7, escha=escha), in_features=IC - pad or None)
+    dev = torch.device(DEV)
+    big = torch.randn(M, w.logical_in + 1, device=DEV)
+    if dtype != torch.float16:
+        big[5, 4], big[77, -1] = 3e9, -8e10
+    big = big.to(dtype)
+    s = torch.cuda.current_stream().cuda_stream
+    lane_k = F.prep_kernel(dev, DTYPE_NAMES[dtype])
+    grp_k = F.prep_kernel(dev, DTYPE_NAMES[dtype], groups=True)
+    for x in (big[:, 1:].contiguous(), big[:, 1:]):
+        outs = []
+        for k in (lane_k, grp_k):
+            xh = torch.full((M * IC,), float("nan"), dtype=torch.float16, device=DEV)
+            xe = torch.full((M,), -1, dtype=torch.int32, device=DEV)
+            F.run_prep(k, x, w, xh, xe, s)
+            outs.append((xh.view(M, IC), xe))
+        assert torch.equal(outs[0][1], outs[1][1])
+        assert torch.equal(outs[0][0].view(torch.int16), outs[1][0].view(torch.int16))
+    e = outs[0][1].cpu()
+    assert torch.nonzero(e).flatten().tolist() == ([] if dtype == torch.float16 else [5, 77])
+    xs = torch.nn.functional.pad(x.float().cpu(), (0, IC - w.logical_in)) * R.input_scale(w.to("cpu"))
+    assert rel_rms(outs[1][0], (R.hadamard128(xs) * torch.exp2(-e.float())[:, None]).double()) < 1e-3
+
+
 def _slot_order() -> list[int]:
     """matunit_mma.h i8_slot: the word slot of feature k inside its 16-feature slab."""
     return [4 * ((k >> 1) & 3) + 2 * (k >> 3) + (k & 1) for k in range(16)]

@@ -62,6 +62,8 @@ def model_specs(arch: str, shapes: Iterable[LayerShape], dtypes: Sequence[str] =
         for s in prep.specs_for(arch, dt):
             add(s, prep.render_extra(s))
         if gemm.supported(arch):                           # the opt-in coded GEMM (ESCHA_JIT_PREFILL=gemm)
+            s = prep.spec_for(arch, dt, groups=True)        # its prep kernel over many rows
+            add(s, prep.render_extra(s))
             for sh in shapes:
                 for share in gemm.shares():
                     s = gemm.spec_for(arch, sh.K, sh.codebook, dt, share=share)

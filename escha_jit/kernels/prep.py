@@ -18,14 +18,21 @@ ARGS = ("ptr", "i64", "ptr", "ptr", "ptr", "ptr", "i32", "i32", "i32", "ptr")
 WAVES = THREADS // 32       # one 128-feature block per wave and segment at decode sizes
 
 
-def spec_for(arch: str, in_dtype: str, words: bool = False) -> KernelSpec:
+def spec_for(arch: str, in_dtype: str, words: bool = False, groups: bool = False) -> KernelSpec:
     """The prep kernel of activations ``in_dtype``; ``words``: the swapped fused route's variant,
     which writes each value as the half2 word {h, h} in the unit's slot order and then each
     (row, 128-block)'s sum (templates/prep.hip.j2; buffer size: :func:`buffer_words`); NVIDIA only,
-    as that route is."""
+    as that route is. ``groups``: the coded GEMM's variant for launches over more than MANY_ROWS
+    rows (PREFILL_THREADS a block, one block a row): a wave rotates 8 blocks of 128 features per
+    step, 4 lanes each, with the same bits and ~0.4x the instructions."""
     if words and vendor_of(arch) != "nvidia":
         raise ValueError(f"prep words=True: the swapped route's A side, NVIDIA only; got arch {arch!r}")
-    tile = {"threads": THREADS, "words": 1} if words else {"threads": THREADS}
+    if words and groups:
+        raise ValueError("prep words=True takes one 128-block per wave (its sums' order); groups=True does not")
+    if groups:
+        tile = {"threads": PREFILL_THREADS, "groups": 1}
+    else:
+        tile = {"threads": THREADS, "words": 1} if words else {"threads": THREADS}
     return KernelSpec.make("prep", arch, in_dtype=in_dtype, out_dtype="f16", tile=tile)
 
 
@@ -39,7 +46,8 @@ def specs_for(arch: str, in_dtype: str) -> list[KernelSpec]:
 
 
 def render_extra(spec: KernelSpec) -> dict:
-    return {"in_code": DTYPE_CODES[spec.in_dtype], "words": int(spec.params.get("words", 0))}
+    return {"in_code": DTYPE_CODES[spec.in_dtype], "words": int(spec.params.get("words", 0)),
+            "groups": int(spec.params.get("groups", 0))}
 
 
 def buffer_words(M: int, IC: int) -> int:

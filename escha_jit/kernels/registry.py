@@ -134,6 +134,9 @@ def shipped_specs(arch: str, full: bool = True) -> Iterator[tuple[KernelSpec, di
                     for share in gemm.shares():
                         s = gemm.spec_for(arch, K, cb, dt, share=share)
                         yield s, gemm.render_extra(s)
+        for dt in DTYPES:                             # its prep kernel over many rows
+            s = prep.spec_for(arch, dt, groups=True)
+            yield s, prep.render_extra(s)
     if not fused_supported(arch):
         return
     for dt in DTYPES:                                 # prep: the fused kernel's fp16 / bf16, the GEMM's f32 too

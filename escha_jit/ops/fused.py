@@ -311,10 +311,11 @@ def cluster_slots(dev: torch.device, K: float, codebook: str, in_dt: str, out_dt
     return slots
 
 
-def prep_kernel(dev: torch.device, in_dtype: str, words: bool = False):
+def prep_kernel(dev: torch.device, in_dtype: str, words: bool = False, groups: bool = False):
     """The loaded prep kernel (kernels.prep) of activations ``in_dtype`` ('f16', 'bf16', 'f32') on
-    dev; ``words``: the swapped route's variant (kernels.prep.spec_for)."""
-    s = prep.spec_for(arch_of(dev), in_dtype, words)
+    dev; ``words``: the swapped route's variant, ``groups``: the coded GEMM's over more than
+    kernels.prep.MANY_ROWS rows (kernels.prep.spec_for)."""
+    s = prep.spec_for(arch_of(dev), in_dtype, words, groups)
     return kernel_for(s, dev, prep.ARGS, prep.render_extra(s))
 
 

@@ -5,7 +5,7 @@ from typing import Optional
 
 import torch
 
-from ..kernels import gemm
+from ..kernels import gemm, prep
 from ..reference import LinearWeights
 from ..runtime import runtime_for
 from .common import DTYPE_NAMES, arch_of, check_call, kernel_for
@@ -43,7 +43,7 @@ def coded_gemm(x: torch.Tensor, w: LinearWeights, out: Optional[torch.Tensor] = 
     if M == 0:
         return out
     arch = arch_of(dev)
-    pk = prep_kernel(dev, DTYPE_NAMES[x.dtype])
+    pk = prep_kernel(dev, DTYPE_NAMES[x.dtype], groups=M > prep.MANY_ROWS)
     gs = gemm.spec_for(arch, w.K, w.codebook, DTYPE_NAMES[out.dtype], share=gemm.share_for(M))
     gk = kernel_for(gs, dev, gemm.ARGS, gemm.render_extra(gs))
     xh, xh_exp = scratch.xh(dev, gemm.padded_rows(gs, M), IC)     # the GEMM reads whole token tiles

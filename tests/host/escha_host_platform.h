@@ -32,6 +32,7 @@ struct alignas(16) f32x4 { float x, y, z, w; };
 struct alignas(8) f32x2 { float x, y; };
 
 inline float half_to_float(half_t v) { return (float)v; }
+inline float mul_rn(float a, float b) { return a * b; }     // x86-64 without -mfma: never fused
 inline half_t float_to_half(float v) { return (half_t)v; }
 inline float bf16_to_float(bf16_t v) { u32 b = (u32)v.bits << 16; float f; std::memcpy(&f, &b, 4); return f; }
 inline bf16_t float_to_bf16(float v) {

@@ -104,6 +104,29 @@ ESCHA_DEVICE void load_words4(const T* p, u32 (&w)[sizeof(T)]) {
     }
 }
 
+// Eight consecutive 2- or 4-byte elements (aligned to 8 elements) as raw 32-bit words: one 16-byte
+// load for 16-bit T, two for float.
+template <typename T>
+ESCHA_DEVICE void load_words8(const T* p, u32 (&w)[2 * sizeof(T)]) {
+    static_assert(sizeof(T) == 2 || sizeof(T) == 4, "2- or 4-byte elements");
+    #pragma unroll
+    for (int h = 0; h < (int)sizeof(T) / 2; ++h) {
+        const u32x4 v = reinterpret_cast<const u32x4*>(p)[h];
+        w[4 * h] = v.x; w[4 * h + 1] = v.y; w[4 * h + 2] = v.z; w[4 * h + 3] = v.w;
+    }
+}
+
+// Element i of consecutive T held as raw 32-bit words (two per word for 16-bit T, the lower first),
+// as float: shifts and masks on the word (bf16) or a conversion of its half (fp16), not a repack.
+template <typename T> ESCHA_DEVICE float word_float(const u32* w, int i);
+template <> ESCHA_DEVICE float word_float<half_t>(const u32* w, int i) {
+    return half_to_float(bit_cast<half_t>((u16)(i & 1 ? w[i >> 1] >> 16 : w[i >> 1])));
+}
+template <> ESCHA_DEVICE float word_float<bf16_t>(const u32* w, int i) {
+    return bit_cast<float>(i & 1 ? w[i >> 1] & 0xFFFF0000u : w[i >> 1] << 16);
+}
+template <> ESCHA_DEVICE float word_float<float>(const u32* w, int i) { return bit_cast<float>(w[i]); }
+
 // Eight floats rounded to nearest-even into eight consecutive T at p (16-byte aligned): one 16-byte
 // vector store of 16-bit T, two of float.
 template <typename T>

@@ -40,6 +40,9 @@ ESCHA_DEVICE float half_to_float(half_t v) { return __half2float(v); }
 ESCHA_DEVICE half_t float_to_half(float v) { return __float2half_rn(v); }
 ESCHA_DEVICE float bf16_to_float(bf16_t v) { return __bfloat162float(v); }
 ESCHA_DEVICE bf16_t float_to_bf16(float v) { return __float2bfloat16_rn(v); }
+// a * b rounded, never fused with a later add into an fma (a product whose rounding is part of
+// the bits, e.g. the activations' x * rin before the Hadamard's first butterfly)
+ESCHA_DEVICE float mul_rn(float a, float b) { return __fmul_rn(a, b); }
 
 // Per 16-bit half of two fp16 pairs: max(|a|, |b|) in the magnitude bits; the sign bits are
 // unspecified (callers mask them). `a` is 0 or an earlier result (non-negative here). sm_80+:

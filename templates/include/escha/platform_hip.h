@@ -28,6 +28,12 @@ ESCHA_DEVICE float half_to_float(half_t v) { return (float)v; }
 ESCHA_DEVICE half_t float_to_half(float v) { return (half_t)v; }     // round to nearest even
 ESCHA_DEVICE float bf16_to_float(bf16_t v) { return (float)v; }
 ESCHA_DEVICE bf16_t float_to_bf16(float v) { return (bf16_t)v; }
+// a * b rounded, never fused with a later add into an fma (platform_cuda.h): the product carries
+// no contract flag under the pragma, so no later add fuses with it
+ESCHA_DEVICE float mul_rn(float a, float b) {
+#pragma clang fp contract(off)
+    return a * b;
+}
 
 // fp16 arithmetic, each one IEEE operation with one rounding (v_pk_add_f16, v_pk_fma_f16)
 ESCHA_DEVICE half_t hmul(half_t a, half_t b) { return a * b; }
