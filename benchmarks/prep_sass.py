@@ -35,8 +35,10 @@ def specs(arch: str) -> list:
     return out
 
 
-def stats(spec) -> dict:
-    entry = compile_spec(spec, prep.render_extra(spec))
+def stats(spec, cache=None) -> dict:
+    """Registers, spill bytes, fused multiply-adds (``fma``) and, on NVIDIA, the innermost loops of
+    100+ instructions of ``spec`` (a kernels.prep spec), compiled into ``cache`` (default: escha_jit's)."""
+    entry = compile_spec(spec, prep.render_extra(spec), cache=cache)
     res = next(iter(entry.code.resources.values()))
     row = dict(registers=res["registers"], spill_bytes=res["spill_bytes"])
     if vendor_of(spec.arch) == "nvidia":

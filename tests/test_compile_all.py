@@ -116,6 +116,32 @@ def test_gemm_loops_by_role(tmp_path):
     assert roles["wgmma"]["HGMMA"] == 8 and roles["epilogue"]["SHFL"] == 32 and roles["producer"]["STS"] == 16, s
 
 
+def test_prep_products_rounded_before_the_rotation(tmp_path):
+    """benchmarks/prep_sass.py: the prep kernels round x * rin before the Hadamard's first butterfly
+    adds it (platform mul_rn) - no FFMA in sm_90's lane kernels, no v_fma_mix_f32 / v_fma_f32 in
+    gfx1201's (4 each before session 59: ptxas and clang fuse the product into the add unless told
+    not to) - and every FFMA of the groups kernel is a shuffle stage's (64 per copy of its step, 4
+    copies), its full step taking one shuffle per such fma plus the fp16 check's."""
+    import importlib.util
+    assert find_cuobjdump(), "cuobjdump missing: the SASS checks need escha_jit[sass]"
+    from escha_jit.cache import KernelCache
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks", "prep_sass.py")
+    spec = importlib.util.spec_from_file_location("prep_sass", path)
+    prep_sass = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(prep_sass)
+    cache = KernelCache(str(tmp_path))
+    archs = ["sm_90"] + ([] if env.skip_amd() else ["gfx1201"])
+    for arch in archs:
+        for s in prep_sass.specs(arch):
+            r = prep_sass.stats(s, cache=cache)
+            assert r["spill_bytes"] == 0, (str(s), r)
+            if s.params.get("groups"):
+                assert r["fma"] == 256, (str(s), r)
+                assert any(lp["FFMA"] == 128 and lp["SHFL"] <= 128 + 16 for lp in r["loops"]), (str(s), r)
+            else:
+                assert r["fma"] == 0, (str(s), r)
+
+
 def test_expected_sass_per_kernel_and_arch():
     f90 = fused.spec_for("sm_90", 2.0, "mcg", "f16", "f16", fused.FusedConfig())
     f80 = fused.spec_for("sm_80", 2.0, "mcg", "f16", "f16", fused.FusedConfig())
