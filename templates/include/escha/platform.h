@@ -104,7 +104,7 @@ ESCHA_DEVICE void load_words4(const T* p, u32 (&w)[sizeof(T)]) {
     }
 }
 
-// Eight consecutive 2- or 4-byte elements (aligned to 8 elements) as raw 32-bit words: one 16-byte
+// Eight consecutive 2- or 4-byte elements at a 16-byte aligned p as raw 32-bit words: one 16-byte
 // load for 16-bit T, two for float.
 template <typename T>
 ESCHA_DEVICE void load_words8(const T* p, u32 (&w)[2 * sizeof(T)]) {
