@@ -16,7 +16,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from escha_jit.kernels import gemm  # noqa: E402
+from escha_jit.kernels import gemm, prep  # noqa: E402
 from escha_jit.ops.common import DTYPE_NAMES, arch_of, kernel_for  # noqa: E402
 from escha_jit.ops.fused import prep_kernel, run_prep, scratch  # noqa: E402
 from escha_jit.ops.gemm import run_gemm  # noqa: E402
@@ -33,7 +33,7 @@ def launcher(x, w, y, diag: int, prep_only: bool = False, **tile):
     dev = x.device
     arch = arch_of(dev)
     try:                    # as ops.gemm.coded_gemm: the groups prep kernel over many rows
-        pk = prep_kernel(dev, DTYPE_NAMES[x.dtype], groups=x.shape[0] > 256)
+        pk = prep_kernel(dev, DTYPE_NAMES[x.dtype], groups=x.shape[0] > prep.MANY_ROWS)
     except TypeError:       # an A/B tree from before session 59 (scripts/ab_trees.sh): one prep kernel
         pk = prep_kernel(dev, DTYPE_NAMES[x.dtype])
     gs = gemm.variant(gemm.spec_for(arch, w.K, w.codebook, DTYPE_NAMES[y.dtype]), diag=diag, **tile)

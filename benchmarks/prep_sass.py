@@ -46,7 +46,7 @@ def stats(spec, cache=None) -> dict:
         row["loops"] = [dict(instructions=lp["instructions"], SHFL=lp["opcodes"].get("SHFL.BFLY", 0),
                              FFMA=lp["opcodes"].get("FFMA", 0))
                         for lp in innermost_loops(sass, min_instructions=100)]
-        row["fma"] = len(re.findall(r"\bFFMA\b", sass))
+        row["fma"] = sum(len(re.findall(rf"\b{f}\b", sass)) for f in FMA["nvidia"])
     else:
         from escha_jit.toolchain.amd_elf import disassemble as amd_disassemble
         isa = amd_disassemble(entry.code.binary, spec.arch)
